@@ -1,0 +1,463 @@
+/**
+ * @file weft.h
+ * @brief weft: an application-centric fabric interface for MPI and OpenSHMEM.
+ *
+ * The object model follows the OpenFabrics Interfaces design: discover what the
+ * fabric offers with weft_getinfo(), open a fabric, a domain, completion queues,
+ * counters, an address vector and endpoints, bind them, enable the endpoint, and
+ * move data with tagged messages.
+ *
+ * Conventions:
+ * - Functions returning int or ssize_t return 0 (or a count) on success and a
+ *   negative WEFT_E* code on failure; weft_strerror() gives the text.
+ * - -WEFT_EAGAIN means "retry": the call that returned it has already driven
+ *   progress, so retrying in a loop is correct.
+ * - Handles are opaque struct pointers. Nothing here throws.
+ */
+#ifndef WEFT_WEFT_H
+#define WEFT_WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of this API: major << 16 | minor. Pass it to weft_getinfo(). */
+#define WEFT_VERSION(major, minor) (((uint32_t)(major) << 16) | (uint32_t)(minor))
+/** The API version this header describes. */
+#define WEFT_API_VERSION WEFT_VERSION(1, 0)
+
+/* ------------------------------------------------------------------ status codes */
+
+/** Error codes. Functions return their negation (e.g. -WEFT_EAGAIN). */
+enum weft_errno {
+    WEFT_SUCCESS = 0,      /**< success */
+    WEFT_ENOENT = 2,       /**< no such entry (address, key, option) */
+    WEFT_EIO = 5,          /**< I/O error in a transport */
+    WEFT_EAGAIN = 11,      /**< resources temporarily exhausted: retry */
+    WEFT_ENOMEM = 12,      /**< out of memory */
+    WEFT_EACCES = 13,      /**< protection error: bad key or access rights */
+    WEFT_EBUSY = 16,       /**< object in use (e.g. closing a bound CQ) */
+    WEFT_ENODEV = 19,      /**< no usable device or transport */
+    WEFT_EINVAL = 22,      /**< invalid argument */
+    WEFT_ENOSYS = 38,      /**< operation not supported by this object */
+    WEFT_ENOMSG = 42,      /**< no matching message (WEFT_PEEK found nothing) */
+    WEFT_EBADMSG = 74,     /**< malformed data received from a peer */
+    WEFT_EOVERRUN = 75,    /**< a queue overflowed */
+    WEFT_ETIMEDOUT = 110,  /**< timed out */
+    WEFT_EHOSTUNREACH = 113, /**< peer unreachable or dead */
+    WEFT_ECANCELED = 125,  /**< operation canceled */
+    WEFT_EAVAIL = 259,     /**< an error completion is available: call weft_cq_readerr() */
+    WEFT_ETRUNC = 265,     /**< message truncated: receive buffer too small */
+    WEFT_EOTHER = 256,     /**< unspecified error */
+};
+
+/** Text for a WEFT_E* code, positive or negative. Never NULL. */
+const char *weft_strerror(int errnum);
+
+/* ------------------------------------------------------------------ handles */
+
+typedef struct weft_fabric weft_fabric_t;   /**< a fabric: the top-level object */
+typedef struct weft_domain weft_domain_t;   /**< a domain: resources of one transport instance */
+typedef struct weft_ep weft_ep_t;           /**< an endpoint: sends and receives */
+typedef struct weft_cq weft_cq_t;           /**< a completion queue */
+typedef struct weft_cntr weft_cntr_t;       /**< a completion counter */
+typedef struct weft_av weft_av_t;           /**< an address vector (table-indexed) */
+typedef struct weft_mr weft_mr_t;           /**< a registered memory region */
+
+/** An address vector index. The index of a peer is its insertion position. */
+typedef uint64_t weft_addr_t;
+/** "Any source" for receives; also the source reported when it is unknown. */
+#define WEFT_ADDR_UNSPEC ((weft_addr_t)UINT64_MAX)
+/** Source of a completion that came from a peer not in the address vector. */
+#define WEFT_ADDR_NOTAVAIL ((weft_addr_t)UINT64_MAX - 1)
+
+/* ------------------------------------------------------------------ capabilities and flags */
+
+#define WEFT_TAGGED (1ULL << 0)         /**< cap: tagged messages */
+#define WEFT_SOURCE (1ULL << 1)         /**< cap: report the source address of receives */
+#define WEFT_DIRECTED_RECV (1ULL << 2)  /**< cap: receives may name a source */
+#define WEFT_REMOTE_CQ_DATA (1ULL << 3) /**< cap and flag: 64-bit remote CQ data */
+#define WEFT_RMA (1ULL << 4)            /**< cap: one-sided RMA (later) */
+#define WEFT_ATOMIC (1ULL << 5)         /**< cap: atomics (later) */
+#define WEFT_TRIGGER (1ULL << 6)        /**< cap: triggered operations (later) */
+#define WEFT_VARIABLE_MSG (1ULL << 7)   /**< cap and CQ flag: variable-length messages (later) */
+
+#define WEFT_SEND (1ULL << 16)       /**< CQ flag: a send completed; bind flag: transmit side */
+#define WEFT_RECV (1ULL << 17)       /**< CQ flag: a receive completed; bind flag: receive side */
+#define WEFT_TRANSMIT WEFT_SEND      /**< bind flag alias */
+#define WEFT_MSG (1ULL << 18)        /**< CQ flag: a message operation */
+#define WEFT_PEEK (1ULL << 19)       /**< recv flag: look for a matching unexpected message */
+#define WEFT_CLAIM (1ULL << 20)      /**< recv flag: claim a peeked message */
+#define WEFT_DISCARD (1ULL << 21)    /**< recv flag: discard a peeked message */
+#define WEFT_INJECT (1ULL << 22)     /**< send flag: buffer reusable on return, no completion */
+#define WEFT_COMPLETION (1ULL << 23) /**< send/recv flag: generate a completion (selective) */
+#define WEFT_SELECTIVE_COMPLETION (1ULL << 24) /**< bind flag: completions only with WEFT_COMPLETION */
+
+/** Message ordering bits (weft_ep_attr::msg_order). */
+#define WEFT_ORDER_SAS (1ULL << 0) /**< send after send: messages from one source match in order */
+
+/* ------------------------------------------------------------------ attributes */
+
+/** Who drives progress. */
+enum weft_progress {
+    WEFT_PROGRESS_UNSPEC = 0, /**< let weft choose (manual) */
+    WEFT_PROGRESS_MANUAL,     /**< the application drives progress (CQ reads, weft_ep_progress) */
+    WEFT_PROGRESS_AUTO,       /**< a weft thread drives progress in the background */
+};
+
+/** Threading level, chosen at open. */
+enum weft_threading {
+    WEFT_THREAD_UNSPEC = 0, /**< let weft choose (safe) */
+    WEFT_THREAD_SAFE,       /**< any thread may call any function at any time */
+    WEFT_THREAD_DOMAIN,     /**< the application serialises calls per domain: no locks */
+};
+
+/** Endpoint attributes. Limits are reported by weft_getinfo(). */
+struct weft_ep_attr {
+    size_t inject_size;  /**< largest weft_tinject() payload */
+    size_t max_msg_size; /**< largest message */
+    size_t tx_size;      /**< transmit queue depth (operations in flight per endpoint) */
+    size_t rx_size;      /**< receive queue depth (posted receives) */
+    size_t iov_limit;    /**< largest iovec count for sendv/recvv */
+    uint64_t msg_order;  /**< WEFT_ORDER_* bits */
+};
+
+/** Domain attributes. */
+struct weft_domain_attr {
+    enum weft_progress progress;   /**< data progress model */
+    enum weft_threading threading; /**< threading level */
+};
+
+/** Discovery result (and hints). One entry per usable transport. */
+struct weft_info {
+    struct weft_info *next;   /**< next entry, or NULL */
+    uint64_t caps;            /**< WEFT_TAGGED, WEFT_SOURCE, ... */
+    char transport[16];       /**< "shm", "self", "tcp", "verbs"; "" in hints = any */
+    char domain_name[64];     /**< device or node name */
+    size_t addr_len;          /**< bytes of a raw endpoint address (weft_ep_getname) */
+    struct weft_ep_attr ep_attr;         /**< endpoint attributes and limits */
+    struct weft_domain_attr domain_attr; /**< domain attributes */
+};
+
+/** Allocate a zeroed weft_info to use as hints. Free with weft_info_free(). */
+struct weft_info *weft_info_alloc(void);
+
+/** Duplicate one weft_info entry (next is not followed; the copy's next is NULL). */
+struct weft_info *weft_info_dup(const struct weft_info *info);
+
+/**
+ * Discover transports that satisfy @p hints (NULL: everything).
+ * @param version WEFT_API_VERSION
+ * @param hints   required caps, optional transport name, progress and threading
+ * @param info    out: linked list, best first; free with weft_info_free()
+ * @return 0, -WEFT_ENODEV when nothing matches, or another negative code
+ */
+int weft_getinfo(uint32_t version, const struct weft_info *hints, struct weft_info **info);
+
+/** Free a list returned by weft_getinfo() or weft_info_alloc(). NULL is allowed. */
+void weft_info_free(struct weft_info *info);
+
+/* ------------------------------------------------------------------ fabric, domain */
+
+/** Open the fabric described by @p info. */
+int weft_fabric_open(const struct weft_info *info, weft_fabric_t **fabric);
+/** Close a fabric; -WEFT_EBUSY while domains are open. */
+int weft_fabric_close(weft_fabric_t *fabric);
+
+/** Open a domain of @p fabric for the transport in @p info. */
+int weft_domain_open(weft_fabric_t *fabric, const struct weft_info *info, weft_domain_t **domain);
+/** Close a domain; -WEFT_EBUSY while objects opened from it are open. */
+int weft_domain_close(weft_domain_t *domain);
+
+/* ------------------------------------------------------------------ completion queues */
+
+/** Completion entry formats: the application picks the smallest it needs. */
+enum weft_cq_format {
+    WEFT_CQ_FORMAT_CONTEXT = 0, /**< struct weft_cq_entry */
+    WEFT_CQ_FORMAT_MSG,         /**< struct weft_cq_msg_entry */
+    WEFT_CQ_FORMAT_DATA,        /**< struct weft_cq_data_entry */
+    WEFT_CQ_FORMAT_TAGGED,      /**< struct weft_cq_tagged_entry */
+};
+
+/** Completion queue attributes. */
+struct weft_cq_attr {
+    size_t size;                /**< entries; 0 = default (WEFT_CORE_CQ_SIZE) */
+    enum weft_cq_format format; /**< entry format */
+};
+
+/** Context-only completion (8 bytes). */
+struct weft_cq_entry {
+    void *op_context; /**< the context given when the operation was posted */
+};
+
+/** Message completion. */
+struct weft_cq_msg_entry {
+    void *op_context; /**< operation context */
+    uint64_t flags;   /**< WEFT_SEND/WEFT_RECV | WEFT_TAGGED | WEFT_REMOTE_CQ_DATA ... */
+    size_t len;       /**< bytes received (receives) */
+};
+
+/** Message completion with buffer and remote CQ data. */
+struct weft_cq_data_entry {
+    void *op_context; /**< operation context */
+    uint64_t flags;   /**< completion flags */
+    size_t len;       /**< bytes received */
+    void *buf;        /**< receive buffer (first iovec) */
+    uint64_t data;    /**< remote CQ data when flags has WEFT_REMOTE_CQ_DATA */
+};
+
+/** Tagged completion. */
+struct weft_cq_tagged_entry {
+    void *op_context; /**< operation context */
+    uint64_t flags;   /**< completion flags */
+    size_t len;       /**< bytes received */
+    void *buf;        /**< receive buffer (first iovec) */
+    uint64_t data;    /**< remote CQ data when flags has WEFT_REMOTE_CQ_DATA */
+    uint64_t tag;     /**< the message's tag */
+};
+
+/** An error completion, read with weft_cq_readerr(). */
+struct weft_cq_err_entry {
+    void *op_context;    /**< operation context */
+    uint64_t flags;      /**< completion flags of the failed operation */
+    size_t len;          /**< bytes delivered (truncation: the receive buffer length) */
+    void *buf;           /**< receive buffer */
+    uint64_t data;       /**< remote CQ data */
+    uint64_t tag;        /**< tag of the message */
+    size_t olen;         /**< truncation: bytes that did not fit (sent length - len) */
+    int err;             /**< positive WEFT_E* code (WEFT_ETRUNC, WEFT_ECANCELED, ...) */
+    int prov_errno;      /**< transport-specific code (errno, verbs status), or 0 */
+    weft_addr_t src_addr; /**< peer involved, or WEFT_ADDR_NOTAVAIL */
+    char err_str[96];    /**< readable description, e.g. "message truncated: sent 4096 bytes, buffer 1024" */
+};
+
+/** Open a completion queue. */
+int weft_cq_open(weft_domain_t *domain, const struct weft_cq_attr *attr, weft_cq_t **cq);
+/** Close a completion queue; -WEFT_EBUSY while bound to an open endpoint. */
+int weft_cq_close(weft_cq_t *cq);
+
+/**
+ * Read up to @p count entries in the CQ's format into @p buf. Drives progress
+ * of the endpoints bound to the CQ when progress is manual.
+ * @return entries read (> 0), -WEFT_EAGAIN if none, -WEFT_EAVAIL if an error entry
+ *         is at the head (read it with weft_cq_readerr()).
+ */
+ssize_t weft_cq_read(weft_cq_t *cq, void *buf, size_t count);
+
+/** As weft_cq_read(), also returning each entry's source address (WEFT_SOURCE). */
+ssize_t weft_cq_readfrom(weft_cq_t *cq, void *buf, size_t count, weft_addr_t *src_addr);
+
+/**
+ * Read one error entry.
+ * @return 1 when an entry was read, -WEFT_EAGAIN when there is none.
+ */
+ssize_t weft_cq_readerr(weft_cq_t *cq, struct weft_cq_err_entry *entry, uint64_t flags);
+
+/**
+ * Wait until the CQ has an entry or @p timeout_ms elapses (-1: forever), driving
+ * progress. @return 0 when an entry (or error entry) is available, -WEFT_ETIMEDOUT.
+ */
+int weft_cq_wait(weft_cq_t *cq, int timeout_ms);
+
+/* ------------------------------------------------------------------ counters */
+
+/** Counter attributes. */
+struct weft_cntr_attr {
+    uint64_t flags; /**< reserved, 0 */
+};
+
+/** Open a counter. */
+int weft_cntr_open(weft_domain_t *domain, const struct weft_cntr_attr *attr, weft_cntr_t **cntr);
+/** Close a counter. */
+int weft_cntr_close(weft_cntr_t *cntr);
+/** Successful completions counted (drives progress when manual). */
+uint64_t weft_cntr_read(weft_cntr_t *cntr);
+/** Failed completions counted. */
+uint64_t weft_cntr_readerr(weft_cntr_t *cntr);
+/** Add @p value to the success count. */
+int weft_cntr_add(weft_cntr_t *cntr, uint64_t value);
+/** Set the success count. */
+int weft_cntr_set(weft_cntr_t *cntr, uint64_t value);
+/**
+ * Wait until the counter reaches @p threshold, driving progress.
+ * @return 0, -WEFT_ETIMEDOUT, or -WEFT_EAVAIL if the error count changed.
+ */
+int weft_cntr_wait(weft_cntr_t *cntr, uint64_t threshold, int timeout_ms);
+
+/* ------------------------------------------------------------------ address vectors */
+
+/** Address vector attributes. */
+struct weft_av_attr {
+    size_t count; /**< expected number of addresses (a sizing hint); 0 = default */
+};
+
+/** Open an address vector. */
+int weft_av_open(weft_domain_t *domain, const struct weft_av_attr *attr, weft_av_t **av);
+/** Close an address vector; -WEFT_EBUSY while bound to an open endpoint. */
+int weft_av_close(weft_av_t *av);
+
+/**
+ * Insert @p count raw addresses (each as returned by weft_ep_getname(), packed
+ * back to back, weft_info::addr_len bytes each). Their indices are the next
+ * @p count table positions; written to @p fi_addr when not NULL (entries that
+ * are invalid get WEFT_ADDR_NOTAVAIL).
+ * @return number of addresses inserted, or a negative code.
+ */
+int weft_av_insert(weft_av_t *av, const void *addr, size_t count, weft_addr_t *fi_addr,
+                   uint64_t flags);
+
+/** Remove addresses; their indices are not reused. */
+int weft_av_remove(weft_av_t *av, const weft_addr_t *fi_addr, size_t count, uint64_t flags);
+
+/** Copy the raw address at @p fi_addr into @p addr (*addrlen in: capacity, out: size). */
+int weft_av_lookup(weft_av_t *av, weft_addr_t fi_addr, void *addr, size_t *addrlen);
+
+/** Number of entries in the table (including removed ones). */
+size_t weft_av_count(weft_av_t *av);
+
+/**
+ * Exchange addresses through PMIx and fill the AV so that index == PMIx rank.
+ * Does PMIx_Init (if needed), Put of @p ep's address, Commit, Fence with data
+ * collection, and Get of every rank's address. The AV must be empty.
+ * @param rank  out (may be NULL): this process's rank
+ * @param size  out (may be NULL): number of ranks in the job
+ * @return 0, -WEFT_EHOSTUNREACH when no PMIx server is reachable (not launched
+ *         by a PMIx launcher such as mpirun), -WEFT_ENOSYS when built without PMIx.
+ */
+int weft_av_load_pmix(weft_av_t *av, weft_ep_t *ep, uint32_t *rank, uint32_t *size);
+
+/* ------------------------------------------------------------------ memory regions */
+
+#define WEFT_ACCESS_LOCAL (1ULL << 0)        /**< used as a local buffer */
+#define WEFT_ACCESS_REMOTE_READ (1ULL << 1)  /**< target of remote reads */
+#define WEFT_ACCESS_REMOTE_WRITE (1ULL << 2) /**< target of remote writes */
+
+/** Register memory. Registration is optional for tagged messages (desc may be NULL). */
+int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t access,
+                uint64_t flags, weft_mr_t **mr);
+/** Deregister. */
+int weft_mr_close(weft_mr_t *mr);
+/** Local descriptor to pass as desc to data transfer calls. */
+void *weft_mr_desc(weft_mr_t *mr);
+/** Remote key to give to peers. */
+uint64_t weft_mr_key(weft_mr_t *mr);
+
+/* ------------------------------------------------------------------ endpoints */
+
+/** Open an endpoint. @p context is reported nowhere; kept for the application. */
+int weft_ep_open(weft_domain_t *domain, const struct weft_info *info, weft_ep_t **ep,
+                 void *context);
+/** Close an endpoint. Outstanding operations are discarded. */
+int weft_ep_close(weft_ep_t *ep);
+
+/** Bind a CQ for WEFT_TRANSMIT and/or WEFT_RECV completions (| WEFT_SELECTIVE_COMPLETION). */
+int weft_ep_bind_cq(weft_ep_t *ep, weft_cq_t *cq, uint64_t flags);
+/** Bind a counter counting WEFT_SEND and/or WEFT_RECV completions. */
+int weft_ep_bind_cntr(weft_ep_t *ep, weft_cntr_t *cntr, uint64_t flags);
+/** Bind the address vector (required before enable). */
+int weft_ep_bind_av(weft_ep_t *ep, weft_av_t *av);
+/** Enable: after this the endpoint sends and receives; options are fixed. */
+int weft_ep_enable(weft_ep_t *ep);
+
+/**
+ * Copy the endpoint's raw address (weft_info::addr_len bytes) to @p addr.
+ * *addrlen in: capacity; out: size. -WEFT_ETRUNC if too small (size still set).
+ */
+int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen);
+
+/** Endpoint options for weft_ep_setopt() / weft_ep_getopt(). */
+enum weft_ep_opt {
+    WEFT_OPT_INJECT_SIZE = 1, /**< size_t, read-only: largest inject */
+    WEFT_OPT_MAX_MSG_SIZE,    /**< size_t, read-only: largest message */
+    WEFT_OPT_EAGER_SIZE,      /**< size_t: largest message sent eagerly (before enable) */
+};
+
+/** Set an option (before weft_ep_enable()). */
+int weft_ep_setopt(weft_ep_t *ep, int opt, const void *val, size_t len);
+/** Get an option. *len in: capacity; out: size. */
+int weft_ep_getopt(weft_ep_t *ep, int opt, void *val, size_t *len);
+
+/**
+ * Drive progress of the endpoint once (manual progress).
+ * @return number of events processed (>= 0), or a negative code.
+ */
+int weft_ep_progress(weft_ep_t *ep);
+
+/* ------------------------------------------------------------------ tagged messages */
+
+/** Opaque per-operation context storage, needed by WEFT_PEEK | WEFT_CLAIM. */
+struct weft_context {
+    void *internal[4]; /**< owned by weft while the operation is outstanding */
+};
+
+/** A tagged message description for weft_tsendmsg() / weft_trecvmsg(). */
+struct weft_msg_tagged {
+    const struct iovec *msg_iov; /**< buffers */
+    void **desc;                 /**< memory descriptors per iovec, or NULL */
+    size_t iov_count;            /**< entries in msg_iov */
+    weft_addr_t addr;            /**< destination; source for receives (WEFT_ADDR_UNSPEC = any) */
+    uint64_t tag;                /**< tag */
+    uint64_t ignore;             /**< receive: tag bits that need not match */
+    void *context;               /**< operation context (struct weft_context * for PEEK/CLAIM) */
+    uint64_t data;               /**< remote CQ data (send with WEFT_REMOTE_CQ_DATA) */
+};
+
+/** Send @p len bytes with @p tag to @p dest. Completion: WEFT_SEND | WEFT_TAGGED. */
+ssize_t weft_tsend(weft_ep_t *ep, const void *buf, size_t len, void *desc, weft_addr_t dest,
+                   uint64_t tag, void *context);
+/** As weft_tsend() with 64-bit remote CQ data. */
+ssize_t weft_tsenddata(weft_ep_t *ep, const void *buf, size_t len, void *desc, uint64_t data,
+                       weft_addr_t dest, uint64_t tag, void *context);
+/** Send a gather list. */
+ssize_t weft_tsendv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t count,
+                    weft_addr_t dest, uint64_t tag, void *context);
+/** Send with flags (WEFT_INJECT, WEFT_REMOTE_CQ_DATA, WEFT_COMPLETION). */
+ssize_t weft_tsendmsg(weft_ep_t *ep, const struct weft_msg_tagged *msg, uint64_t flags);
+/** Send up to WEFT_OPT_INJECT_SIZE bytes; the buffer is reusable on return; no completion. */
+ssize_t weft_tinject(weft_ep_t *ep, const void *buf, size_t len, weft_addr_t dest, uint64_t tag);
+/** As weft_tinject() with remote CQ data. */
+ssize_t weft_tinjectdata(weft_ep_t *ep, const void *buf, size_t len, uint64_t data,
+                         weft_addr_t dest, uint64_t tag);
+
+/**
+ * Post a receive for a message whose tag matches @p tag in the bits not set in
+ * @p ignore, from @p src (WEFT_ADDR_UNSPEC: any source). Receives match in
+ * posting order; messages from one source match in send order.
+ */
+ssize_t weft_trecv(weft_ep_t *ep, void *buf, size_t len, void *desc, weft_addr_t src, uint64_t tag,
+                   uint64_t ignore, void *context);
+/** Post a scatter receive. */
+ssize_t weft_trecvv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t count,
+                    weft_addr_t src, uint64_t tag, uint64_t ignore, void *context);
+
+/**
+ * Receive with flags.
+ * - WEFT_PEEK: look for a matching unexpected message. Found: a completion with
+ *   its length, tag and data (no data copied). Not found: an error completion
+ *   with err = WEFT_ENOMSG.
+ * - WEFT_PEEK | WEFT_CLAIM: as PEEK, and the message is reserved for a later
+ *   WEFT_CLAIM receive with the same struct weft_context as context.
+ * - WEFT_CLAIM: receive the message reserved in msg->context.
+ * - WEFT_PEEK | WEFT_DISCARD: remove a matching message without copying it; a
+ *   completion reports its length.
+ * - WEFT_CLAIM | WEFT_DISCARD: discard the message reserved in msg->context.
+ */
+ssize_t weft_trecvmsg(weft_ep_t *ep, const struct weft_msg_tagged *msg, uint64_t flags);
+
+/**
+ * Cancel a posted receive identified by its context. A canceled receive produces
+ * an error completion with err = WEFT_ECANCELED. @return 0 if canceled,
+ * -WEFT_ENOENT if no such receive is outstanding (already matched).
+ */
+int weft_cancel(weft_ep_t *ep, void *context);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_WEFT_H */
