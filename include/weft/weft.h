@@ -35,25 +35,25 @@ extern "C" {
 
 /** Error codes. Functions return their negation (e.g. -WEFT_EAGAIN). */
 enum weft_errno {
-    WEFT_SUCCESS = 0,      /**< success */
-    WEFT_ENOENT = 2,       /**< no such entry (address, key, option) */
-    WEFT_EIO = 5,          /**< I/O error in a transport */
-    WEFT_EAGAIN = 11,      /**< resources temporarily exhausted: retry */
-    WEFT_ENOMEM = 12,      /**< out of memory */
-    WEFT_EACCES = 13,      /**< protection error: bad key or access rights */
-    WEFT_EBUSY = 16,       /**< object in use (e.g. closing a bound CQ) */
-    WEFT_ENODEV = 19,      /**< no usable device or transport */
-    WEFT_EINVAL = 22,      /**< invalid argument */
-    WEFT_ENOSYS = 38,      /**< operation not supported by this object */
-    WEFT_ENOMSG = 42,      /**< no matching message (WEFT_PEEK found nothing) */
-    WEFT_EBADMSG = 74,     /**< malformed data received from a peer */
-    WEFT_EOVERRUN = 75,    /**< a queue overflowed */
-    WEFT_ETIMEDOUT = 110,  /**< timed out */
+    WEFT_SUCCESS = 0,        /**< success */
+    WEFT_ENOENT = 2,         /**< no such entry (address, key, option) */
+    WEFT_EIO = 5,            /**< I/O error in a transport */
+    WEFT_EAGAIN = 11,        /**< resources temporarily exhausted: retry */
+    WEFT_ENOMEM = 12,        /**< out of memory */
+    WEFT_EACCES = 13,        /**< protection error: bad key or access rights */
+    WEFT_EBUSY = 16,         /**< object in use (e.g. closing a bound CQ) */
+    WEFT_ENODEV = 19,        /**< no usable device or transport */
+    WEFT_EINVAL = 22,        /**< invalid argument */
+    WEFT_ENOSYS = 38,        /**< operation not supported by this object */
+    WEFT_ENOMSG = 42,        /**< no matching message (WEFT_PEEK found nothing) */
+    WEFT_EBADMSG = 74,       /**< malformed data received from a peer */
+    WEFT_EOVERRUN = 75,      /**< a queue overflowed */
+    WEFT_ETIMEDOUT = 110,    /**< timed out */
     WEFT_EHOSTUNREACH = 113, /**< peer unreachable or dead */
-    WEFT_ECANCELED = 125,  /**< operation canceled */
-    WEFT_EAVAIL = 259,     /**< an error completion is available: call weft_cq_readerr() */
-    WEFT_ETRUNC = 265,     /**< message truncated: receive buffer too small */
-    WEFT_EOTHER = 256,     /**< unspecified error */
+    WEFT_ECANCELED = 125,    /**< operation canceled */
+    WEFT_EAVAIL = 259,       /**< an error completion is available: call weft_cq_readerr() */
+    WEFT_ETRUNC = 265,       /**< message truncated: receive buffer too small */
+    WEFT_EOTHER = 256,       /**< unspecified error */
 };
 
 /** Text for a WEFT_E* code, positive or negative. Never NULL. */
@@ -61,13 +61,13 @@ const char *weft_strerror(int errnum);
 
 /* ------------------------------------------------------------------ handles */
 
-typedef struct weft_fabric weft_fabric_t;   /**< a fabric: the top-level object */
-typedef struct weft_domain weft_domain_t;   /**< a domain: resources of one transport instance */
-typedef struct weft_ep weft_ep_t;           /**< an endpoint: sends and receives */
-typedef struct weft_cq weft_cq_t;           /**< a completion queue */
-typedef struct weft_cntr weft_cntr_t;       /**< a completion counter */
-typedef struct weft_av weft_av_t;           /**< an address vector (table-indexed) */
-typedef struct weft_mr weft_mr_t;           /**< a registered memory region */
+typedef struct weft_fabric weft_fabric_t; /**< a fabric: the top-level object */
+typedef struct weft_domain weft_domain_t; /**< a domain: resources of one transport instance */
+typedef struct weft_ep weft_ep_t;         /**< an endpoint: sends and receives */
+typedef struct weft_cq weft_cq_t;         /**< a completion queue */
+typedef struct weft_cntr weft_cntr_t;     /**< a completion counter */
+typedef struct weft_av weft_av_t;         /**< an address vector (table-indexed) */
+typedef struct weft_mr weft_mr_t;         /**< a registered memory region */
 
 /** An address vector index. The index of a peer is its insertion position. */
 typedef uint64_t weft_addr_t;
@@ -96,10 +96,12 @@ typedef uint64_t weft_addr_t;
 #define WEFT_DISCARD (1ULL << 21)    /**< recv flag: discard a peeked message */
 #define WEFT_INJECT (1ULL << 22)     /**< send flag: buffer reusable on return, no completion */
 #define WEFT_COMPLETION (1ULL << 23) /**< send/recv flag: generate a completion (selective) */
-#define WEFT_SELECTIVE_COMPLETION (1ULL << 24) /**< bind flag: completions only with WEFT_COMPLETION */
+#define WEFT_SELECTIVE_COMPLETION \
+    (1ULL << 24) /**< bind flag: completions only with WEFT_COMPLETION */
 
 /** Message ordering bits (weft_ep_attr::msg_order). */
-#define WEFT_ORDER_SAS (1ULL << 0) /**< send after send: messages from one source match in order */
+#define WEFT_ORDER_SAS (1ULL << 0) /**< send after send: messages from one source match in order \
+                                    */
 
 /* ------------------------------------------------------------------ attributes */
 
@@ -135,11 +137,11 @@ struct weft_domain_attr {
 
 /** Discovery result (and hints). One entry per usable transport. */
 struct weft_info {
-    struct weft_info *next;   /**< next entry, or NULL */
-    uint64_t caps;            /**< WEFT_TAGGED, WEFT_SOURCE, ... */
-    char transport[16];       /**< "shm", "self", "tcp", "verbs"; "" in hints = any */
-    char domain_name[64];     /**< device or node name */
-    size_t addr_len;          /**< bytes of a raw endpoint address (weft_ep_getname) */
+    struct weft_info *next;              /**< next entry, or NULL */
+    uint64_t caps;                       /**< WEFT_TAGGED, WEFT_SOURCE, ... */
+    char transport[16];                  /**< "shm", "self", "tcp", "verbs"; "" in hints = any */
+    char domain_name[64];                /**< device or node name */
+    size_t addr_len;                     /**< bytes of a raw endpoint address (weft_ep_getname) */
     struct weft_ep_attr ep_attr;         /**< endpoint attributes and limits */
     struct weft_domain_attr domain_attr; /**< domain attributes */
 };
@@ -223,17 +225,18 @@ struct weft_cq_tagged_entry {
 
 /** An error completion, read with weft_cq_readerr(). */
 struct weft_cq_err_entry {
-    void *op_context;    /**< operation context */
-    uint64_t flags;      /**< completion flags of the failed operation */
-    size_t len;          /**< bytes delivered (truncation: the receive buffer length) */
-    void *buf;           /**< receive buffer */
-    uint64_t data;       /**< remote CQ data */
-    uint64_t tag;        /**< tag of the message */
-    size_t olen;         /**< truncation: bytes that did not fit (sent length - len) */
-    int err;             /**< positive WEFT_E* code (WEFT_ETRUNC, WEFT_ECANCELED, ...) */
-    int prov_errno;      /**< transport-specific code (errno, verbs status), or 0 */
+    void *op_context;     /**< operation context */
+    uint64_t flags;       /**< completion flags of the failed operation */
+    size_t len;           /**< bytes delivered (truncation: the receive buffer length) */
+    void *buf;            /**< receive buffer */
+    uint64_t data;        /**< remote CQ data */
+    uint64_t tag;         /**< tag of the message */
+    size_t olen;          /**< truncation: bytes that did not fit (sent length - len) */
+    int err;              /**< positive WEFT_E* code (WEFT_ETRUNC, WEFT_ECANCELED, ...) */
+    int prov_errno;       /**< transport-specific code (errno, verbs status), or 0 */
     weft_addr_t src_addr; /**< peer involved, or WEFT_ADDR_NOTAVAIL */
-    char err_str[96];    /**< readable description, e.g. "message truncated: sent 4096 bytes, buffer 1024" */
+    char err_str[96]; /**< readable description, e.g. "message truncated: sent 4096 bytes, buffer
+                         1024" */
 };
 
 /** Open a completion queue. */
@@ -338,8 +341,8 @@ int weft_av_load_pmix(weft_av_t *av, weft_ep_t *ep, uint32_t *rank, uint32_t *si
 #define WEFT_ACCESS_REMOTE_WRITE (1ULL << 2) /**< target of remote writes */
 
 /** Register memory. Registration is optional for tagged messages (desc may be NULL). */
-int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t access,
-                uint64_t flags, weft_mr_t **mr);
+int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t access, uint64_t flags,
+                weft_mr_t **mr);
 /** Deregister. */
 int weft_mr_close(weft_mr_t *mr);
 /** Local descriptor to pass as desc to data transfer calls. */

@@ -29,12 +29,12 @@ enum class config_ternary : int { no = 0, yes = 1, automatic = 2 };
 
 /// One variable: WEFT_<table prefix>_<name>.
 struct config_field {
-    const char *name;          ///< upper case, e.g. "FIFO_SIZE"
+    const char *name;  ///< upper case, e.g. "FIFO_SIZE"
     config_type type;
-    const char *default_value; ///< as the user would write it
-    const char *doc;           ///< one line
-    std::size_t offset;        ///< offsetof(the component's struct, member)
-    const char *choices;       ///< config_type::choice: "a|b|c"; else nullptr
+    const char *default_value;  ///< as the user would write it
+    const char *doc;            ///< one line
+    std::size_t offset;         ///< offsetof(the component's struct, member)
+    const char *choices;        ///< config_type::choice: "a|b|c"; else nullptr
 };
 
 /// A component's table. `prefix` is e.g. "SHM" (variables WEFT_SHM_*), or "" for

@@ -18,8 +18,8 @@ enum class log_component : int { core = 0, base, proto, self, shm, tcp, verbs, p
 
 /// Write one line (printf-style). Use WEFT_LOG instead.
 [[gnu::format(printf, 5, 6), gnu::cold]] void log_write(log_component c, log_level l,
-                                                        const char *file, int line,
-                                                        const char *fmt, ...) noexcept;
+                                                        const char *file, int line, const char *fmt,
+                                                        ...) noexcept;
 
 /// Parse WEFT_LOG_LEVEL (called by config init; idempotent).
 void log_init() noexcept;
@@ -46,14 +46,14 @@ struct log_counts {
 /// WEFT_LOG(component, level, fmt, ...): e.g. WEFT_LOG(shm, warn, "x %d", 1).
 /// The level is checked before the arguments are evaluated; trace levels compile
 /// out of release builds.
-#define WEFT_LOG(comp, lvl, ...)                                                          \
-    do {                                                                                  \
-        if ((WEFT_LOG_TRACE_ENABLED ||                                                    \
-             ::weft::base::log_level::lvl < ::weft::base::log_level::trace) &&            \
-            ::weft::base::log_enabled(::weft::base::log_component::comp,                  \
-                                      ::weft::base::log_level::lvl)) [[unlikely]] {       \
-            ::weft::base::log_write(::weft::base::log_component::comp,                    \
-                                    ::weft::base::log_level::lvl, __FILE__, __LINE__,     \
-                                    __VA_ARGS__);                                         \
-        }                                                                                 \
+#define WEFT_LOG(comp, lvl, ...)                                                      \
+    do {                                                                              \
+        if ((WEFT_LOG_TRACE_ENABLED ||                                                \
+             ::weft::base::log_level::lvl < ::weft::base::log_level::trace) &&        \
+            ::weft::base::log_enabled(::weft::base::log_component::comp,              \
+                                      ::weft::base::log_level::lvl)) [[unlikely]] {   \
+            ::weft::base::log_write(::weft::base::log_component::comp,                \
+                                    ::weft::base::log_level::lvl, __FILE__, __LINE__, \
+                                    __VA_ARGS__);                                     \
+        }                                                                             \
     } while (0)

@@ -12,26 +12,26 @@
 
 namespace weft::base {
 
-enum class [[nodiscard]] status : int {
+enum class [[nodiscard]] status : int{
     ok = 0,
     in_progress = 1,
-    again = -WEFT_EAGAIN,          ///< out of resources right now; retry (progress was made)
+    again = -WEFT_EAGAIN,  ///< out of resources right now; retry (progress was made)
     no_memory = -WEFT_ENOMEM,
     invalid = -WEFT_EINVAL,        ///< bad argument
     not_supported = -WEFT_ENOSYS,  ///< operation not provided by this object
     no_entry = -WEFT_ENOENT,
     busy = -WEFT_EBUSY,
-    no_message = -WEFT_ENOMSG,     ///< peek found nothing
+    no_message = -WEFT_ENOMSG,  ///< peek found nothing
     truncated = -WEFT_ETRUNC,
     canceled = -WEFT_ECANCELED,
     unreachable = -WEFT_EHOSTUNREACH,
     io_error = -WEFT_EIO,
     no_device = -WEFT_ENODEV,
     timed_out = -WEFT_ETIMEDOUT,
-    access = -WEFT_EACCES,         ///< protection/key error
-    overrun = -WEFT_EOVERRUN,      ///< a queue overflowed
-    bad_message = -WEFT_EBADMSG,   ///< malformed data from a peer
-    avail = -WEFT_EAVAIL,          ///< an error entry is available on the CQ
+    access = -WEFT_EACCES,        ///< protection/key error
+    overrun = -WEFT_EOVERRUN,     ///< a queue overflowed
+    bad_message = -WEFT_EBADMSG,  ///< malformed data from a peer
+    avail = -WEFT_EAVAIL,         ///< an error entry is available on the CQ
     other = -WEFT_EOTHER,
 };
 
@@ -42,9 +42,15 @@ enum class [[nodiscard]] status : int {
     return v > 0 ? 0 : v;
 }
 
-[[nodiscard]] constexpr status from_c(int rc) noexcept { return static_cast<status>(rc); }
+[[nodiscard]] constexpr status from_c(int rc) noexcept
+{
+    return static_cast<status>(rc);
+}
 
-[[nodiscard]] constexpr bool is_error(status s) noexcept { return static_cast<int>(s) < 0; }
+[[nodiscard]] constexpr bool is_error(status s) noexcept
+{
+    return static_cast<int>(s) < 0;
+}
 
 /// Human-readable text for a status; never null.
 [[nodiscard]] inline const char *status_string(status s) noexcept
@@ -57,12 +63,13 @@ template <typename T>
 class [[nodiscard]] result {
   public:
     result(status s) : status_(s) {}  // NOLINT(google-explicit-constructor): implicit by design
-    result(T v) : status_(status::ok), value_(std::move(v)) {}  // NOLINT(google-explicit-constructor)
+    result(T v)
+        : status_(status::ok), value_(std::move(v)) {}  // NOLINT(google-explicit-constructor)
 
     [[nodiscard]] bool ok() const noexcept { return status_ == status::ok; }
     [[nodiscard]] status error() const noexcept { return status_; }
-    [[nodiscard]] T &value() & noexcept { return value_; }
-    [[nodiscard]] T &&value() && noexcept { return std::move(value_); }
+    [[nodiscard]] T &value() &noexcept { return value_; }
+    [[nodiscard]] T &&value() &&noexcept { return std::move(value_); }
     [[nodiscard]] T *operator->() noexcept { return &value_; }
     [[nodiscard]] T &operator*() noexcept { return value_; }
 

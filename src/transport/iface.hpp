@@ -47,13 +47,13 @@ inline constexpr unsigned max_am_id = 16;
 /// in the address vector. Fixed size; every transport fills its own part.
 /// Wire format: docs/protocols.md "Endpoint address".
 struct wire_address {
-    std::uint32_t magic;    ///< wire_address_magic
-    std::uint16_t version;  ///< wire_address_version
-    std::uint16_t transports; ///< bit per transport_kind reachable at this address
-    std::uint64_t node_id;  ///< identifies the host (hash of boot id and hostname)
-    std::uint32_t pid;      ///< process id
-    std::uint32_t ep_id;    ///< endpoint number within the process
-    std::uint8_t transport_specific[40]; ///< tcp/verbs parts (later issues); zero now
+    std::uint32_t magic;                  ///< wire_address_magic
+    std::uint16_t version;                ///< wire_address_version
+    std::uint16_t transports;             ///< bit per transport_kind reachable at this address
+    std::uint64_t node_id;                ///< identifies the host (hash of boot id and hostname)
+    std::uint32_t pid;                    ///< process id
+    std::uint32_t ep_id;                  ///< endpoint number within the process
+    std::uint8_t transport_specific[40];  ///< tcp/verbs parts (later issues); zero now
 };
 static_assert(sizeof(wire_address) == 64, "wire_address is a wire format");
 inline constexpr std::uint32_t wire_address_magic = 0x74666577;  // "weft" little-endian
@@ -137,9 +137,9 @@ class iface {
 
 /// What a transport needs to know about its endpoint when it is opened.
 struct open_params {
-    std::uint64_t node_id; ///< this host
-    std::uint32_t pid;     ///< this process
-    std::uint32_t ep_id;   ///< this endpoint within the process
+    std::uint64_t node_id;  ///< this host
+    std::uint32_t pid;      ///< this process
+    std::uint32_t ep_id;    ///< this endpoint within the process
 };
 
 /// Always-inline wrappers for the data path.
@@ -158,6 +158,9 @@ struct open_params {
     return tl->ops().send_bcopy(tl, c, am_id, hdr, hdr_len, iov, iovcnt, offset, len);
 }
 
-[[gnu::always_inline]] inline unsigned progress(iface *tl) { return tl->ops().progress(tl); }
+[[gnu::always_inline]] inline unsigned progress(iface *tl)
+{
+    return tl->ops().progress(tl);
+}
 
 }  // namespace weft::transport
