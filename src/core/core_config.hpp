@@ -1,0 +1,54 @@
+#pragma once
+// The core's configuration table (variables WEFT_<NAME>, no component prefix).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "base/config.hpp"
+
+namespace weft::core {
+
+struct core_config {
+    std::string transports;           ///< comma list, or "all"
+    std::size_t cq_size;              ///< default CQ entries
+    std::size_t tx_size;              ///< pending sends per endpoint before -WEFT_EAGAIN
+    std::size_t rx_size;              ///< reported receive queue depth
+    std::size_t inject_size;          ///< largest weft_tinject
+    std::size_t max_msg_size;         ///< largest message
+    std::uint64_t match_hash_bits;    ///< log2 of tag-matching hash buckets
+    std::uint64_t progress_sleep_us;  ///< auto progress: idle sleep
+};
+
+inline constexpr base::config_field core_config_fields[] = {
+    base::make_field<&core_config::transports>(
+        "TRANSPORTS", base::config_type::string, "all",
+        "transports an endpoint may use: all, or a comma list of self,shm"),
+    base::make_field<&core_config::cq_size>("CQ_SIZE", base::config_type::size, "4k",
+                                            "default completion queue entries"),
+    base::make_field<&core_config::tx_size>(
+        "TX_SIZE", base::config_type::size, "4k",
+        "sends queued inside an endpoint before a send returns -WEFT_EAGAIN"),
+    base::make_field<&core_config::rx_size>("RX_SIZE", base::config_type::size, "64k",
+                                            "receive queue depth reported by weft_getinfo"),
+    base::make_field<&core_config::inject_size>("INJECT_SIZE", base::config_type::size, "4k",
+                                                "largest weft_tinject payload"),
+    base::make_field<&core_config::max_msg_size>(
+        "MAX_MSG_SIZE", base::config_type::size, "4g",
+        "largest message (also bounds what a peer may announce)"),
+    base::make_field<&core_config::match_hash_bits>(
+        "MATCH_HASH_BITS", base::config_type::uint, "10",
+        "log2 of the number of tag-matching hash buckets per endpoint"),
+    base::make_field<&core_config::progress_sleep_us>(
+        "PROGRESS_SLEEP", base::config_type::time_us, "50us",
+        "auto progress: how long the progress thread sleeps when idle"),
+};
+
+inline constexpr base::config_table core_config_table =
+    base::make_table("", "core: object model and tagged messages", core_config_fields);
+
+/// Register every component's table and load the core's (once per process).
+/// Also runs the unknown-variable check.
+[[nodiscard]] const core_config &global_config();
+
+}  // namespace weft::core

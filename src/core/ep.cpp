@@ -1,0 +1,321 @@
+// Endpoint enable: open the transports, build the tagged engine, and choose the
+// data-path functions once (threading level, CQ format) so the hot calls do
+// not branch on options they already know.
+#include "core/ep.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <unistd.h>
+
+#include "base/log.hpp"
+#include "transport/self/self.hpp"
+#include "transport/shm/shm.hpp"
+
+using weft::base::status;
+namespace proto = weft::proto;
+namespace transport = weft::transport;
+
+namespace weft::core {
+
+namespace {
+
+// ------------------------------------------------------------------ CQ writers
+
+template <weft_cq_format F>
+[[gnu::always_inline]] inline void fill_entry(std::uint8_t *dst, const proto::completion &c)
+{
+    if constexpr (F == WEFT_CQ_FORMAT_CONTEXT) {
+        const weft_cq_entry e{c.context};
+        std::memcpy(dst, &e, sizeof(e));
+    } else if constexpr (F == WEFT_CQ_FORMAT_MSG) {
+        const weft_cq_msg_entry e{c.context, c.flags, c.len};
+        std::memcpy(dst, &e, sizeof(e));
+    } else if constexpr (F == WEFT_CQ_FORMAT_DATA) {
+        const weft_cq_data_entry e{c.context, c.flags, c.len, c.buf, c.data};
+        std::memcpy(dst, &e, sizeof(e));
+    } else {
+        const weft_cq_tagged_entry e{c.context, c.flags, c.len, c.buf, c.data, c.tag};
+        std::memcpy(dst, &e, sizeof(e));
+    }
+}
+
+template <weft_cq_format F>
+[[gnu::cold]] void overflow_push(weft_cq *cq, const proto::completion &c)
+{
+    std::vector<std::uint8_t> e(cq->entry_size);
+    fill_entry<F>(e.data(), c);
+    cq->overflow.emplace_back(std::move(e), c.src);
+}
+
+template <weft_cq_format F>
+[[gnu::always_inline]] inline void write_entry(weft_cq *cq, const proto::completion &c)
+{
+    if (cq->tail - cq->head <= cq->mask && cq->overflow.empty()) [[likely]] {
+        const std::size_t idx = cq->tail & cq->mask;
+        fill_entry<F>(cq->ring.data() + idx * cq->entry_size, c);
+        cq->src[idx] = c.src;
+        ++cq->tail;
+        return;
+    }
+    overflow_push<F>(cq, c);
+}
+
+template <weft_cq_format F, bool Locked>
+void cq_write(void *p, const proto::completion &c)
+{
+    auto *cq = static_cast<weft_cq *>(p);
+    if constexpr (Locked) {
+        base::scoped_guard g(cq->lock);
+        write_entry<F>(cq, c);
+    } else {
+        write_entry<F>(cq, c);
+    }
+}
+
+void cq_write_error(void *p, const proto::completion &c, const proto::completion_error &e)
+{
+    static_cast<weft_cq *>(p)->push_error(c, e);
+}
+
+// ------------------------------------------------------------------ data-path ops per lock policy
+
+template <class Lock>
+struct ep_impl {
+    [[gnu::always_inline]] static Lock &lock(weft_ep *ep)
+    {
+        if constexpr (std::is_same_v<Lock, base::spin_lock>) {
+            return ep->lock;
+        } else {
+            static base::no_lock none;
+            return none;
+        }
+    }
+    static int send(weft_ep *ep, const proto::send_args &a)
+    {
+        base::scoped_guard g(lock(ep));
+        return ep->engine->send(a);
+    }
+    static int recv(weft_ep *ep, const proto::recv_args &a)
+    {
+        base::scoped_guard g(lock(ep));
+        return ep->engine->recv(a);
+    }
+    static int recv_special(weft_ep *ep, const proto::recv_args &a)
+    {
+        base::scoped_guard g(lock(ep));
+        return ep->engine->recv_special(a);
+    }
+    static int cancel(weft_ep *ep, void *context)
+    {
+        base::scoped_guard g(lock(ep));
+        return ep->engine->cancel(context);
+    }
+    static unsigned progress(weft_ep *ep)
+    {
+        base::scoped_guard g(lock(ep));
+        return ep->engine->progress();
+    }
+};
+
+constexpr ep_ops ops_unlocked{
+    .send = &ep_impl<base::no_lock>::send,
+    .recv = &ep_impl<base::no_lock>::recv,
+    .recv_special = &ep_impl<base::no_lock>::recv_special,
+    .cancel = &ep_impl<base::no_lock>::cancel,
+    .progress = &ep_impl<base::no_lock>::progress,
+};
+
+constexpr ep_ops ops_locked{
+    .send = &ep_impl<base::spin_lock>::send,
+    .recv = &ep_impl<base::spin_lock>::recv,
+    .recv_special = &ep_impl<base::spin_lock>::recv_special,
+    .cancel = &ep_impl<base::spin_lock>::cancel,
+    .progress = &ep_impl<base::spin_lock>::progress,
+};
+
+const transport::shm::config &shm_config()
+{
+    static const transport::shm::config cfg = [] {
+        transport::shm::config c{};
+        (void)global_config();
+        if (base::config_load(transport::shm::config_table(), &c) != status::ok) {
+            c = transport::shm::config{};
+            for (std::size_t i = 0; i < transport::shm::config_table().nfields; ++i) {
+                const auto &f = transport::shm::config_table().fields[i];
+                (void)base::config_parse_value(f, f.default_value, base::config_member(f, &c),
+                                               nullptr);
+            }
+        }
+        return c;
+    }();
+    return cfg;
+}
+
+std::atomic<std::uint32_t> next_ep_id{0};
+
+proto::completion_sink make_sink(weft_cq *cq, std::uint64_t cq_flags, weft_cntr *cntr)
+{
+    proto::completion_sink s;
+    if (cq != nullptr) {
+        s.cq = cq;
+        s.write = cq->write_fn;
+        s.write_error = &cq_write_error;
+        s.selective = (cq_flags & WEFT_SELECTIVE_COMPLETION) != 0;
+    }
+    if (cntr != nullptr) {
+        s.cntr = &cntr->value;
+        s.cntr_err = &cntr->errors;
+    }
+    return s;
+}
+
+}  // namespace
+
+void (*cq_writer(weft_cq_format format, bool locked))(void *, const proto::completion &)
+{
+    switch (format) {
+        case WEFT_CQ_FORMAT_CONTEXT:
+            return locked ? &cq_write<WEFT_CQ_FORMAT_CONTEXT, true>
+                          : &cq_write<WEFT_CQ_FORMAT_CONTEXT, false>;
+        case WEFT_CQ_FORMAT_MSG:
+            return locked ? &cq_write<WEFT_CQ_FORMAT_MSG, true>
+                          : &cq_write<WEFT_CQ_FORMAT_MSG, false>;
+        case WEFT_CQ_FORMAT_DATA:
+            return locked ? &cq_write<WEFT_CQ_FORMAT_DATA, true>
+                          : &cq_write<WEFT_CQ_FORMAT_DATA, false>;
+        case WEFT_CQ_FORMAT_TAGGED:
+            return locked ? &cq_write<WEFT_CQ_FORMAT_TAGGED, true>
+                          : &cq_write<WEFT_CQ_FORMAT_TAGGED, false>;
+    }
+    return nullptr;
+}
+
+std::size_t cq_entry_size(weft_cq_format format)
+{
+    switch (format) {
+        case WEFT_CQ_FORMAT_CONTEXT:
+            return sizeof(weft_cq_entry);
+        case WEFT_CQ_FORMAT_MSG:
+            return sizeof(weft_cq_msg_entry);
+        case WEFT_CQ_FORMAT_DATA:
+            return sizeof(weft_cq_data_entry);
+        case WEFT_CQ_FORMAT_TAGGED:
+            return sizeof(weft_cq_tagged_entry);
+    }
+    return 0;
+}
+
+bool domain_is_locked(const weft_domain *d)
+{
+    return d->info.domain_attr.threading != WEFT_THREAD_DOMAIN ||
+           d->info.domain_attr.progress == WEFT_PROGRESS_AUTO;
+}
+
+int ep_enable(weft_ep *ep)
+{
+    if (ep->enabled) {
+        return -WEFT_EINVAL;
+    }
+    if (ep->av == nullptr) {
+        WEFT_LOG(core, error, "weft_ep_enable: bind an address vector first (weft_ep_bind_av)");
+        return -WEFT_EINVAL;
+    }
+    const core_config &cfg = ep->domain->cfg;
+    ep->ep_id = next_ep_id.fetch_add(1, std::memory_order_relaxed);
+    const transport::open_params params{local_node_id(), static_cast<std::uint32_t>(getpid()),
+                                        ep->ep_id};
+    const unsigned bits = transports_for(ep->info.transport);
+    if ((bits & (1u << unsigned(transport::transport_kind::self))) != 0) {
+        ep->tls.push_back(transport::self::open(params));
+    }
+    if ((bits & (1u << unsigned(transport::transport_kind::shm))) != 0) {
+        auto tl = transport::shm::open(params, shm_config());
+        if (tl.ok()) {
+            ep->tls.push_back(std::move(tl.value()));
+        } else if (std::strcmp(ep->info.transport, "shm") == 0) {
+            ep->tls.clear();
+            return base::to_c(tl.error());
+        } else {
+            WEFT_LOG(core, info, "shm transport unavailable (%s); continuing without it",
+                     base::status_string(tl.error()));
+        }
+    }
+    if (ep->tls.empty()) {
+        WEFT_LOG(core, error, "weft_ep_enable: no transport available for '%s'",
+                 ep->info.transport);
+        return -WEFT_ENODEV;
+    }
+    ep->addr = {};
+    ep->addr.magic = transport::wire_address_magic;
+    ep->addr.version = transport::wire_address_version;
+    ep->addr.node_id = params.node_id;
+    ep->addr.pid = params.pid;
+    ep->addr.ep_id = params.ep_id;
+    for (auto &tl : ep->tls) {
+        if (const status st = tl->pack_address(ep->addr); st != status::ok) {
+            ep->tls.clear();
+            return base::to_c(st);
+        }
+    }
+    const proto::engine_params ep_params{
+        .max_msg_size = cfg.max_msg_size,
+        .tx_size = cfg.tx_size,
+        .inject_size = cfg.inject_size,
+        .match_hash_bits = static_cast<unsigned>(std::min<std::uint64_t>(cfg.match_hash_bits, 24)),
+    };
+    ep->engine = std::make_unique<proto::tag_engine>(ep_params, *ep->av);
+    for (auto &tl : ep->tls) {
+        ep->engine->add_transport(tl.get());
+    }
+    ep->engine->tx = make_sink(ep->tx_cq, ep->tx_cq_flags, ep->tx_cntr);
+    ep->engine->rx = make_sink(ep->rx_cq, ep->rx_cq_flags, ep->rx_cntr);
+    ep->ops = domain_is_locked(ep->domain) ? &ops_locked : &ops_unlocked;
+
+    for (weft_cq *cq : {ep->tx_cq, ep->rx_cq}) {
+        if (cq != nullptr) {
+            std::lock_guard g(cq->eps_mutex);
+            if (std::find(cq->eps.begin(), cq->eps.end(), ep) == cq->eps.end()) {
+                cq->eps.push_back(ep);
+            }
+        }
+    }
+    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
+        if (c != nullptr) {
+            std::lock_guard g(c->eps_mutex);
+            if (std::find(c->eps.begin(), c->eps.end(), ep) == c->eps.end()) {
+                c->eps.push_back(ep);
+            }
+        }
+    }
+    ep->enabled = true;
+    ep->domain->add_ep(ep);
+    return 0;
+}
+
+void ep_disable(weft_ep *ep)
+{
+    if (!ep->enabled) {
+        return;
+    }
+    ep->domain->remove_ep(ep);
+    for (weft_cq *cq : {ep->tx_cq, ep->rx_cq}) {
+        if (cq != nullptr) {
+            std::lock_guard g(cq->eps_mutex);
+            std::erase(cq->eps, ep);
+        }
+    }
+    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
+        if (c != nullptr) {
+            std::lock_guard g(c->eps_mutex);
+            std::erase(c->eps, ep);
+        }
+    }
+    {
+        base::scoped_guard g(ep->lock);
+        ep->engine.reset();  // before the transports it uses
+        ep->tls.clear();
+    }
+    ep->enabled = false;
+}
+
+}  // namespace weft::core

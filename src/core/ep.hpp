@@ -1,0 +1,22 @@
+#pragma once
+// Endpoint set-up helpers shared by the C ABI layer (core/api.cpp).
+
+#include <cstddef>
+
+#include "core/objects.hpp"
+
+namespace weft::core {
+
+/// Enable: open transports, build the engine, choose the data-path functions.
+[[nodiscard]] int ep_enable(weft_ep *ep);
+/// Undo ep_enable (close transports; pending operations are dropped).
+void ep_disable(weft_ep *ep);
+/// The CQ write function for a format and lock policy.
+[[nodiscard]] void (*cq_writer(weft_cq_format format, bool locked))(void *,
+                                                                    const proto::completion &);
+/// Bytes of one entry of `format`.
+[[nodiscard]] std::size_t cq_entry_size(weft_cq_format format);
+/// Whether objects of this domain take locks (thread-safe level or auto progress).
+[[nodiscard]] bool domain_is_locked(const weft_domain *d);
+
+}  // namespace weft::core

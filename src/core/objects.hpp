@@ -1,0 +1,177 @@
+#pragma once
+// The objects behind the opaque handles of weft.h. Control-path code; the data
+// path goes through weft_ep::ops (chosen at enable) and the CQ write functions
+// (chosen at bind), so nothing here branches on options per message.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/lock.hpp"
+#include "core/core_config.hpp"
+#include "proto/completion.hpp"
+#include "proto/tag_engine.hpp"
+#include "transport/iface.hpp"
+#include "weft/weft.h"
+
+namespace weft::core {
+
+/// Reference count of children, so a parent refuses to close while in use.
+struct refcounted {
+    std::atomic<int> refs{0};
+    [[nodiscard]] bool busy() const noexcept { return refs.load(std::memory_order_acquire) != 0; }
+};
+
+/// The compact address-vector entry: 16 bytes per peer (docs/architecture.md).
+/// The host is interned in a per-AV node table; pid and ep_id identify the
+/// endpoint on that host.
+struct av_entry {
+    std::uint32_t node;        ///< index into weft_av::nodes_
+    std::uint32_t pid;         ///< process id
+    std::uint32_t ep_id;       ///< endpoint within the process
+    std::uint16_t transports;  ///< reachable-transport bits from the address
+    std::uint16_t flags;       ///< av_entry_valid
+};
+static_assert(sizeof(av_entry) == 16, "AV entries are at most 16 bytes per peer");
+inline constexpr std::uint16_t av_entry_valid = 1;
+
+/// This host's identity: a hash of the kernel boot id and the host name.
+[[nodiscard]] std::uint64_t local_node_id();
+
+/// Which transports this machine offers (bit per transport_kind).
+[[nodiscard]] unsigned available_transports();
+
+/// Resolve a transport name ("auto", "shm", "self") to the bits an endpoint opens.
+[[nodiscard]] unsigned transports_for(const char *name);
+
+}  // namespace weft::core
+
+struct weft_fabric : weft::core::refcounted {
+    weft_info info{};
+};
+
+struct weft_domain : weft::core::refcounted {
+    weft_fabric *fabric = nullptr;
+    weft_info info{};
+    weft::core::core_config cfg{};
+
+    // Auto progress: one thread per domain drives every enabled endpoint.
+    std::mutex eps_mutex;
+    std::vector<weft_ep *> eps;
+    std::thread progress_thread;
+    std::atomic<bool> stop{false};
+
+    void add_ep(weft_ep *ep);
+    void remove_ep(weft_ep *ep);
+    ~weft_domain();
+};
+
+struct weft_cq : weft::core::refcounted {
+    weft_domain *domain = nullptr;
+    weft_cq_format format = WEFT_CQ_FORMAT_CONTEXT;
+    std::size_t entry_size = 0;
+    std::size_t mask = 0;            ///< ring size - 1 (power of two)
+    std::vector<std::uint8_t> ring;  ///< entries in the chosen format
+    std::vector<weft_addr_t> src;    ///< source of each ring entry
+    std::uint64_t head = 0;          ///< next entry to read
+    std::uint64_t tail = 0;          ///< next entry to write
+    /// Entries that did not fit in the ring (a slow path: the application is not
+    /// reading); they keep their order after the ring's.
+    std::deque<std::pair<std::vector<std::uint8_t>, weft_addr_t>> overflow;
+    std::deque<weft_cq_err_entry> errors;
+    bool locked = true;  ///< thread-safe domain: writes and reads take `lock`
+    weft::base::spin_lock lock;
+    std::vector<weft_ep *> eps;  ///< bound endpoints, progressed by reads
+    std::mutex eps_mutex;
+
+    void (*write_fn)(void *cq, const weft::proto::completion &c) = nullptr;
+
+    [[nodiscard]] bool empty() const noexcept { return head == tail && overflow.empty(); }
+    void push_error(const weft::proto::completion &c, const weft::proto::completion_error &e);
+    /// Progress every bound endpoint (manual progress).
+    unsigned progress();
+};
+
+struct weft_cntr : weft::core::refcounted {
+    weft_domain *domain = nullptr;
+    std::atomic<std::uint64_t> value{0};
+    std::atomic<std::uint64_t> errors{0};
+    std::vector<weft_ep *> eps;
+    std::mutex eps_mutex;
+    unsigned progress();
+};
+
+struct weft_av : weft::core::refcounted, weft::proto::address_book {
+    weft_domain *domain = nullptr;
+
+    [[nodiscard]] weft::base::status lookup(std::uint64_t index,
+                                            weft::transport::wire_address &out) const override;
+    [[nodiscard]] std::uint32_t reverse(const weft::transport::wire_address &addr) const override;
+
+    /// Insert one raw address; returns its index or WEFT_ADDR_NOTAVAIL if invalid.
+    weft_addr_t insert(const weft::transport::wire_address &addr);
+    int remove(weft_addr_t index);
+    [[nodiscard]] std::size_t count() const;
+
+  private:
+    struct key {
+        std::uint64_t node_id;
+        std::uint64_t pid_ep;
+        bool operator==(const key &) const = default;
+    };
+    struct key_hash {
+        std::size_t operator()(const key &k) const noexcept
+        {
+            return std::hash<std::uint64_t>{}(k.node_id * 0x9e3779b97f4a7c15ULL ^ k.pid_ep);
+        }
+    };
+    mutable std::mutex mutex_;  ///< inserts vs. the engines' (cold-path) lookups
+    std::vector<weft::core::av_entry> table_;
+    std::vector<std::uint64_t> nodes_;
+    std::unordered_map<std::uint64_t, std::uint32_t> node_index_;
+    std::unordered_map<key, std::uint32_t, key_hash> reverse_;
+};
+
+struct weft_mr {
+    weft_domain *domain = nullptr;
+    const void *buf = nullptr;
+    std::size_t len = 0;
+    std::uint64_t access = 0;
+    std::uint64_t key = 0;
+};
+
+/// The data-path entry points of an endpoint, chosen at enable for its threading level.
+struct ep_ops {
+    int (*send)(weft_ep *ep, const weft::proto::send_args &a);
+    int (*recv)(weft_ep *ep, const weft::proto::recv_args &a);
+    int (*recv_special)(weft_ep *ep, const weft::proto::recv_args &a);
+    int (*cancel)(weft_ep *ep, void *context);
+    unsigned (*progress)(weft_ep *ep);
+};
+
+struct weft_ep {
+    weft_domain *domain = nullptr;
+    weft_info info{};
+    void *context = nullptr;
+    weft_cq *tx_cq = nullptr;
+    weft_cq *rx_cq = nullptr;
+    std::uint64_t tx_cq_flags = 0;
+    std::uint64_t rx_cq_flags = 0;
+    weft_cntr *tx_cntr = nullptr;
+    weft_cntr *rx_cntr = nullptr;
+    weft_av *av = nullptr;
+    bool enabled = false;
+    std::size_t eager_size = 0;  ///< WEFT_OPT_EAGER_SIZE (0 = transport default)
+    std::uint32_t ep_id = 0;
+    weft::transport::wire_address addr{};
+    std::vector<std::unique_ptr<weft::transport::iface>> tls;
+    std::unique_ptr<weft::proto::tag_engine> engine;
+    const ep_ops *ops = nullptr;
+    weft::base::spin_lock lock;
+};

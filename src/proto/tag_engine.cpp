@@ -1,0 +1,889 @@
+#include "proto/tag_engine.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/log.hpp"
+#include "weft/weft.h"
+
+namespace weft::proto {
+
+namespace {
+
+/// Copy `len` bytes of `src` into the iovec starting at byte `offset`, bounded by
+/// the iovec's capacity. Returns the bytes copied.
+std::size_t copy_to_iov(const iovec *iov, std::size_t cnt, std::size_t offset, const void *src,
+                        std::size_t len)
+{
+    const auto *from = static_cast<const std::uint8_t *>(src);
+    std::size_t done = 0;
+    for (std::size_t i = 0; i < cnt && done < len; ++i) {
+        if (offset >= iov[i].iov_len) {
+            offset -= iov[i].iov_len;
+            continue;
+        }
+        const std::size_t n = std::min(iov[i].iov_len - offset, len - done);
+        std::memcpy(static_cast<std::uint8_t *>(iov[i].iov_base) + offset, from + done, n);
+        done += n;
+        offset = 0;
+    }
+    return done;
+}
+
+/// Copy `len` bytes of the iovec starting at byte `offset` into `dst`.
+void copy_from_iov(void *dst, const iovec *iov, std::size_t cnt, std::size_t offset,
+                   std::size_t len)
+{
+    auto *to = static_cast<std::uint8_t *>(dst);
+    for (std::size_t i = 0; i < cnt && len > 0; ++i) {
+        if (offset >= iov[i].iov_len) {
+            offset -= iov[i].iov_len;
+            continue;
+        }
+        const std::size_t n = std::min(iov[i].iov_len - offset, len);
+        std::memcpy(to, static_cast<const std::uint8_t *>(iov[i].iov_base) + offset, n);
+        to += n;
+        len -= n;
+        offset = 0;
+    }
+}
+
+template <typename T>
+[[gnu::always_inline]] inline T load(const void *p)
+{
+    T v;
+    std::memcpy(&v, p, sizeof(v));  // the transport's buffer may not be aligned for T
+    return v;
+}
+
+constexpr std::uint64_t recv_flags = WEFT_RECV | WEFT_TAGGED;
+constexpr std::uint64_t send_flags = WEFT_SEND | WEFT_TAGGED;
+// Sources beyond this are treated as garbage from a broken transport.
+constexpr transport::src_id max_sources = 1u << 20;
+
+[[gnu::always_inline]] inline std::uint64_t reported_src(std::uint32_t src)
+{
+    return src == unknown_source ? WEFT_ADDR_NOTAVAIL : src;
+}
+
+}  // namespace
+
+tag_engine::tag_engine(const engine_params &p, const address_book &av)
+    : params_(p), av_(av), matcher_(p.match_hash_bits)
+{
+}
+
+tag_engine::~tag_engine()
+{
+    std::vector<unexpected_record *> queued;
+    matcher_.for_each_unexpected([&](const unexpected_msg *m) {
+        queued.push_back(static_cast<unexpected_record *>(const_cast<unexpected_msg *>(m)));
+    });
+    for (auto *u : queued) {
+        matcher_.remove_unexpected(u);
+        free_unexpected(u);
+    }
+    for (auto *u : claimed_) {
+        free_unexpected(u);
+    }
+    for (auto &v : sources_) {
+        for (auto &s : v) {
+            if (s.active && s.ureq != nullptr && s.ureq->discard) {
+                free_unexpected(s.ureq);  // discarded: no longer in the matcher or claimed
+            }
+        }
+    }
+    for (auto &p : peers_) {
+        if (p == nullptr) {
+            continue;
+        }
+        while (send_request *r = p->pending_head) {
+            p->pending_head = r->next;
+            std::free(r->owned);
+            send_pool_.put(r);
+        }
+    }
+}
+
+void tag_engine::add_transport(transport::iface *tl)
+{
+    const unsigned i = ntls_++;
+    tls_[i] = tl;
+    tl_ctx_[i] = {this, i};
+    tl->set_handlers({&am_handler, &peer_failed_handler, &tl_ctx_[i]});
+    if (tl->kind() != transport::transport_kind::self) {
+        poll_tls_[npoll_++] = tl;
+    }
+}
+
+// ------------------------------------------------------------------ send side
+
+peer_state *tag_engine::peer_for(std::uint64_t dest, int &rc)
+{
+    if (dest < peers_.size()) [[likely]] {
+        peer_state *p = peers_[dest].get();
+        if (p != nullptr && !p->failed) [[likely]] {
+            return p;
+        }
+    }
+    return connect_peer(dest, rc);
+}
+
+peer_state *tag_engine::connect_peer(std::uint64_t dest, int &rc)
+{
+    transport::wire_address addr{};
+    if (dest >= UINT32_MAX - 1 || av_.lookup(dest, addr) != status::ok) {
+        WEFT_LOG(proto, debug, "send to address %llu: not in the address vector",
+                 static_cast<unsigned long long>(dest));
+        rc = -WEFT_EINVAL;
+        return nullptr;
+    }
+    if (source_failed(dest)) {
+        rc = -WEFT_EHOSTUNREACH;
+        return nullptr;
+    }
+    if (dest >= peers_.size()) {
+        peers_.resize(dest + 1);
+    }
+    transport::iface *best = nullptr;
+    for (unsigned i = 0; i < ntls_; ++i) {
+        if (tls_[i]->reachable(addr) && (best == nullptr || tls_[i]->kind() < best->kind())) {
+            best = tls_[i];
+        }
+    }
+    if (best == nullptr) {
+        WEFT_LOG(proto, debug, "address %llu (pid %u) is not reachable by any open transport",
+                 static_cast<unsigned long long>(dest), addr.pid);
+        rc = -WEFT_EHOSTUNREACH;
+        return nullptr;
+    }
+    transport::conn_id conn = transport::invalid_id;
+    const status st = best->connect(addr, conn);
+    if (st != status::ok) {
+        rc = base::to_c(st);
+        if (st == status::unreachable) {
+            mark_failed(static_cast<std::uint32_t>(dest));
+        }
+        return nullptr;
+    }
+    auto p = std::make_unique<peer_state>();
+    p->tl = best;
+    p->conn = conn;
+    p->max_short = best->attr().max_short;
+    p->max_bcopy = best->attr().max_bcopy;
+    p->index = static_cast<std::uint32_t>(dest);
+    peers_[dest] = std::move(p);
+    return peers_[dest].get();
+}
+
+void tag_engine::complete_send(void *context, std::uint64_t op_flags, std::uint64_t tag)
+{
+    const bool wanted =
+        (op_flags & WEFT_INJECT) == 0 && (!tx.selective || (op_flags & WEFT_COMPLETION) != 0);
+    tx.success({context, send_flags, 0, nullptr, 0, tag, 0}, wanted);
+}
+
+status tag_engine::send_now(peer_state *p, const send_args &a)
+{
+    // One active message: the common case. Header on the stack, payload gathered
+    // by the transport straight from the user's buffer.
+    if ((a.flags & WEFT_REMOTE_CQ_DATA) == 0) [[likely]] {
+        const eager_hdr h{a.tag};
+        if (a.iovcnt == 1 && sizeof(h) + a.len <= p->max_short) [[likely]] {
+            return transport::send_short(p->tl, p->conn, unsigned(am_id::eager), &h, sizeof(h),
+                                         a.iov[0].iov_base, a.len);
+        }
+        return transport::send_bcopy(p->tl, p->conn, unsigned(am_id::eager), &h, sizeof(h), a.iov,
+                                     a.iovcnt, 0, a.len);
+    }
+    const eager_data_hdr h{a.tag, a.data};
+    if (a.iovcnt == 1 && sizeof(h) + a.len <= p->max_short) {
+        return transport::send_short(p->tl, p->conn, unsigned(am_id::eager_data), &h, sizeof(h),
+                                     a.iov[0].iov_base, a.len);
+    }
+    return transport::send_bcopy(p->tl, p->conn, unsigned(am_id::eager_data), &h, sizeof(h), a.iov,
+                                 a.iovcnt, 0, a.len);
+}
+
+int tag_engine::send(const send_args &a)
+{
+    int rc = 0;
+    peer_state *p = peer_for(a.dest, rc);
+    if (p == nullptr) [[unlikely]] {
+        return rc;
+    }
+    const std::size_t hdr =
+        (a.flags & WEFT_REMOTE_CQ_DATA) != 0 ? sizeof(eager_data_hdr) : sizeof(eager_hdr);
+    if (p->pending_head == nullptr && hdr + a.len <= p->max_bcopy) [[likely]] {
+        const status st = send_now(p, a);
+        if (st == status::ok) [[likely]] {
+            complete_send(a.context, a.flags, a.tag);
+            return 0;
+        }
+        if (st != status::again) {
+            if (st == status::unreachable) {
+                mark_failed(p->index);
+            }
+            return base::to_c(st);
+        }
+    }
+    return queue_send(p, a);
+}
+
+int tag_engine::queue_send(peer_state *p, const send_args &a)
+{
+    if (pending_sends_ >= params_.tx_size) {
+        progress();
+        if (pending_sends_ >= params_.tx_size || p->failed) {
+            return p->failed ? -WEFT_EHOSTUNREACH : -WEFT_EAGAIN;
+        }
+    }
+    send_request *r = send_pool_.get();
+    if (r == nullptr) {
+        return -WEFT_ENOMEM;
+    }
+    r->next = nullptr;
+    r->context = a.context;
+    r->op_flags = a.flags;
+    r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
+    r->total = a.len;
+    r->offset = 0;
+    r->tag = a.tag;
+    r->data = a.data;
+    r->has_data = (a.flags & WEFT_REMOTE_CQ_DATA) != 0;
+    r->started = false;
+    r->msg_id = p->next_msg_id++;
+    r->owned = nullptr;
+    if ((a.flags & WEFT_INJECT) != 0) {
+        // The caller may reuse its buffer on return: keep a copy.
+        r->owned = static_cast<std::uint8_t *>(std::malloc(std::max<std::size_t>(a.len, 1)));
+        if (r->owned == nullptr) {
+            send_pool_.put(r);
+            return -WEFT_ENOMEM;
+        }
+        copy_from_iov(r->owned, a.iov, a.iovcnt, 0, a.len);
+        r->iov[0] = {r->owned, a.len};
+        r->iovcnt = 1;
+    } else {
+        std::copy_n(a.iov, a.iovcnt, r->iov.begin());
+    }
+    if (p->pending_tail != nullptr) {
+        p->pending_tail->next = r;
+    } else {
+        p->pending_head = r;
+    }
+    p->pending_tail = r;
+    ++pending_sends_;
+    if (!p->in_pending_list) {
+        p->in_pending_list = true;
+        p->next_pending = pending_peers_;
+        pending_peers_ = p;
+    }
+    push_peer(p);
+    return 0;
+}
+
+status tag_engine::push(peer_state *p, send_request *r)
+{
+    if (!r->started) {
+        const std::size_t hdr = r->has_data ? sizeof(eager_data_hdr) : sizeof(eager_hdr);
+        if (hdr + r->total <= p->max_bcopy) {
+            const send_args a{
+                r->iov.data(), r->iovcnt, r->total, 0,
+                r->tag,        r->data,   nullptr,  r->has_data ? WEFT_REMOTE_CQ_DATA : 0};
+            const status st = send_now(p, a);
+            if (st == status::ok) {
+                r->started = true;
+                r->offset = r->total;
+            }
+            return st;
+        }
+        const eager_first_hdr h{r->tag, r->data, r->total, r->msg_id,
+                                r->has_data ? first_flag_data : 0};
+        const std::size_t chunk = std::min(r->total, p->max_bcopy - sizeof(h));
+        const status st = transport::send_bcopy(p->tl, p->conn, unsigned(am_id::eager_first), &h,
+                                                sizeof(h), r->iov.data(), r->iovcnt, 0, chunk);
+        if (st != status::ok) {
+            return st;
+        }
+        r->started = true;
+        r->offset = chunk;
+    }
+    while (r->offset < r->total) {
+        const eager_frag_hdr h{r->offset, r->msg_id, 0};
+        const std::size_t chunk = std::min(r->total - r->offset, p->max_bcopy - sizeof(h));
+        const status st =
+            transport::send_bcopy(p->tl, p->conn, unsigned(am_id::eager_frag), &h, sizeof(h),
+                                  r->iov.data(), r->iovcnt, r->offset, chunk);
+        if (st != status::ok) {
+            return st;
+        }
+        r->offset += chunk;
+    }
+    return status::ok;
+}
+
+void tag_engine::push_peer(peer_state *p)
+{
+    while (send_request *r = p->pending_head) {
+        const status st = push(p, r);
+        if (st == status::again) {
+            return;
+        }
+        p->pending_head = r->next;
+        if (p->pending_head == nullptr) {
+            p->pending_tail = nullptr;
+        }
+        --pending_sends_;
+        if (st == status::ok) {
+            complete_send(r->context, r->op_flags, r->tag);
+        } else {
+            tx.failure({r->context, send_flags, 0, nullptr, r->data, r->tag, p->index},
+                       {-static_cast<int>(st), 0, 0});
+        }
+        std::free(r->owned);
+        send_pool_.put(r);
+        if (st != status::ok && st != status::again) {
+            mark_failed(p->index);
+            return;
+        }
+    }
+}
+
+void tag_engine::progress_pending()
+{
+    peer_state **pp = &pending_peers_;
+    while (peer_state *p = *pp) {
+        push_peer(p);
+        if (p->pending_head == nullptr) {
+            *pp = p->next_pending;
+            p->in_pending_list = false;
+        } else {
+            pp = &p->next_pending;
+        }
+    }
+}
+
+unsigned tag_engine::progress()
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < npoll_; ++i) {
+        n += transport::progress(poll_tls_[i]);
+    }
+    if (pending_peers_ != nullptr) [[unlikely]] {
+        progress_pending();
+    }
+    return n;
+}
+
+// ------------------------------------------------------------------ receive side
+
+int tag_engine::recv(const recv_args &a)
+{
+    std::uint32_t src = any_source;
+    if (a.src != WEFT_ADDR_UNSPEC) {
+        if (a.src >= unknown_source) [[unlikely]] {
+            return -WEFT_EINVAL;
+        }
+        src = static_cast<std::uint32_t>(a.src);
+    }
+    recv_request *r = recv_pool_.get();
+    if (r == nullptr) [[unlikely]] {
+        return -WEFT_ENOMEM;
+    }
+    r->context = a.context;
+    r->op_flags = a.flags;
+    r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
+    r->capacity = 0;
+    for (std::size_t i = 0; i < a.iovcnt; ++i) {
+        r->iov[i] = a.iov[i];
+        r->capacity += a.iov[i].iov_len;
+    }
+    unexpected_msg *m = matcher_.post(r, src, a.tag, a.ignore);
+    if (m == nullptr) [[likely]] {
+        if (src != any_source && source_failed(src)) [[unlikely]] {
+            // Nothing from a dead peer will ever match this receive.
+            if (matcher_.remove_posted(r)) {
+                r->msg_src = src;
+                r->msg_tag = a.tag;
+                r->msg_flags = 0;
+                r->msg_data = 0;
+                r->received = 0;
+                r->total = 0;
+                fail_recv(r, WEFT_EHOSTUNREACH, 0);
+            }
+        }
+        return 0;
+    }
+    deliver_unexpected(r, static_cast<unexpected_record *>(m));
+    return 0;
+}
+
+void tag_engine::deliver_unexpected(recv_request *r, unexpected_record *u)
+{
+    r->msg_tag = u->tag;
+    r->msg_data = u->data;
+    r->msg_flags = u->flags;
+    r->msg_src = u->src;
+    r->total = u->total;
+    r->received = u->received;
+    copy_to_iov(r->iov.data(), r->iovcnt, 0, u->buf, u->received);
+    if (u->received == u->total) {
+        free_unexpected(u);
+        complete_recv(r);
+        return;
+    }
+    // Still arriving: the rest of the fragments go straight to the receive.
+    for (auto &v : sources_) {
+        for (auto &s : v) {
+            if (s.active && s.ureq == u) {
+                s.ureq = nullptr;
+                s.rreq = r;
+            }
+        }
+    }
+    free_unexpected(u);
+}
+
+void tag_engine::complete_recv(recv_request *r)
+{
+    if (r->total > r->capacity) [[unlikely]] {
+        fail_recv(r, WEFT_ETRUNC, r->total - r->capacity);
+        return;
+    }
+    const bool wanted = !rx.selective || (r->op_flags & WEFT_COMPLETION) != 0;
+    rx.success({r->context, recv_flags | r->msg_flags, r->total, r->iov[0].iov_base, r->msg_data,
+                r->msg_tag, reported_src(r->msg_src)},
+               wanted);
+    recv_pool_.put(r);
+}
+
+void tag_engine::fail_recv(recv_request *r, int err, std::size_t olen)
+{
+    const std::size_t len = err == WEFT_ETRUNC ? r->capacity : 0;
+    rx.failure(
+        {r->context, recv_flags | r->msg_flags, len, r->iovcnt > 0 ? r->iov[0].iov_base : nullptr,
+         r->msg_data, r->msg_tag, reported_src(r->msg_src)},
+        {err, 0, olen});
+    recv_pool_.put(r);
+}
+
+unexpected_record *tag_engine::new_unexpected(std::uint32_t src, std::uint64_t tag,
+                                              std::uint64_t data, std::uint64_t flags,
+                                              std::size_t total)
+{
+    unexpected_record *u = unexp_pool_.get();
+    if (u == nullptr) [[unlikely]] {
+        return nullptr;
+    }
+    u->src = src;
+    u->tag = tag;
+    u->data = data;
+    u->flags = flags;
+    u->total = total;
+    u->received = 0;
+    u->claimed = false;
+    u->discard = false;
+    if (total <= unexpected_inline) [[likely]] {
+        u->buf = u->inline_buf;
+    } else {
+        u->buf = static_cast<std::uint8_t *>(std::malloc(total));
+        if (u->buf == nullptr) {
+            unexp_pool_.put(u);
+            WEFT_LOG(proto, error, "no memory for an unexpected message of %zu bytes", total);
+            return nullptr;
+        }
+    }
+    return u;
+}
+
+void tag_engine::free_unexpected(unexpected_record *u)
+{
+    if (u->buf != u->inline_buf) {
+        std::free(u->buf);
+    }
+    unexp_pool_.put(u);
+}
+
+rx_source *tag_engine::source(unsigned tl, transport::src_id src)
+{
+    auto &v = sources_[tl];
+    if (src >= v.size()) [[unlikely]] {
+        if (src >= max_sources) {
+            return nullptr;
+        }
+        v.resize(src + 1);
+    }
+    rx_source &s = v[src];
+    if (!s.resolved) [[unlikely]] {
+        resolve_source(tl, src, s);
+    }
+    return &s;
+}
+
+void tag_engine::resolve_source(unsigned tl, transport::src_id src, rx_source &s)
+{
+    transport::wire_address addr{};
+    if (tls_[tl]->remote_address(src, addr) == status::ok) {
+        s.av = av_.reverse(addr);
+        // An unknown sender may be inserted into the AV later: resolve again then.
+        s.resolved = s.av != unknown_source;
+    }
+}
+
+void tag_engine::drop(unsigned tl, transport::src_id src, const char *why)
+{
+    WEFT_LOG(proto, warn, "dropped a message from sender %u of transport %u: %s", src, tl, why);
+}
+
+void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const void *data,
+                            std::size_t len)
+{
+    auto *c = static_cast<tl_ctx *>(arg);
+    tag_engine *e = c->engine;
+    const auto *bytes = static_cast<const std::uint8_t *>(data);
+    switch (static_cast<am_id>(am)) {
+        case am_id::eager:
+            if (len < sizeof(eager_hdr)) [[unlikely]] {
+                break;
+            }
+            e->on_message(c->index, src, load<std::uint64_t>(bytes), 0, 0,
+                          bytes + sizeof(eager_hdr), len - sizeof(eager_hdr));
+            return;
+        case am_id::eager_data: {
+            if (len < sizeof(eager_data_hdr)) [[unlikely]] {
+                break;
+            }
+            const auto h = load<eager_data_hdr>(bytes);
+            e->on_message(c->index, src, h.tag, h.data, WEFT_REMOTE_CQ_DATA,
+                          bytes + sizeof(eager_data_hdr), len - sizeof(eager_data_hdr));
+            return;
+        }
+        case am_id::eager_first:
+            if (len < sizeof(eager_first_hdr)) [[unlikely]] {
+                break;
+            }
+            e->on_first(c->index, src, load<eager_first_hdr>(bytes),
+                        bytes + sizeof(eager_first_hdr), len - sizeof(eager_first_hdr));
+            return;
+        case am_id::eager_frag:
+            if (len < sizeof(eager_frag_hdr)) [[unlikely]] {
+                break;
+            }
+            e->on_frag(c->index, src, load<eager_frag_hdr>(bytes), bytes + sizeof(eager_frag_hdr),
+                       len - sizeof(eager_frag_hdr));
+            return;
+    }
+    e->drop(c->index, src, "unknown active message id or short header");
+}
+
+void tag_engine::on_message(unsigned tl, transport::src_id src, std::uint64_t tag,
+                            std::uint64_t data, std::uint64_t flags, const void *payload,
+                            std::size_t len)
+{
+    rx_source *s = source(tl, src);
+    if (s == nullptr || s->active) [[unlikely]] {
+        drop(tl, src, s == nullptr ? "sender id out of range" : "message inside a fragmented one");
+        return;
+    }
+    posted_recv *pr = matcher_.match_posted(s->av, tag);
+    if (pr != nullptr) [[likely]] {
+        auto *r = static_cast<recv_request *>(pr);
+        r->msg_tag = tag;
+        r->msg_data = data;
+        r->msg_flags = flags;
+        r->msg_src = s->av;
+        r->total = len;
+        r->received = len;
+        if (r->iovcnt == 1 && len <= r->capacity) [[likely]] {
+            std::memcpy(r->iov[0].iov_base, payload, len);
+        } else {
+            copy_to_iov(r->iov.data(), r->iovcnt, 0, payload, len);
+        }
+        complete_recv(r);
+        return;
+    }
+    unexpected_record *u = new_unexpected(s->av, tag, data, flags, len);
+    if (u == nullptr) [[unlikely]] {
+        drop(tl, src, "no memory for an unexpected message");
+        return;
+    }
+    std::memcpy(u->buf, payload, len);
+    u->received = len;
+    matcher_.add_unexpected(u, s->av, tag);
+}
+
+void tag_engine::on_first(unsigned tl, transport::src_id src, const eager_first_hdr &h,
+                          const void *payload, std::size_t len)
+{
+    rx_source *s = source(tl, src);
+    if (s == nullptr || s->active) [[unlikely]] {
+        drop(tl, src,
+             s == nullptr ? "sender id out of range" : "new message inside a fragmented one");
+        return;
+    }
+    if (h.total_len > params_.max_msg_size || len > h.total_len || len == 0) [[unlikely]] {
+        drop(tl, src, "bad message length in first fragment");
+        return;
+    }
+    const std::uint64_t flags = (h.flags & first_flag_data) != 0 ? WEFT_REMOTE_CQ_DATA : 0;
+    if (len == h.total_len) {
+        on_message(tl, src, h.tag, h.data, flags, payload, len);
+        return;
+    }
+    s->active = true;
+    s->msg_id = h.msg_id;
+    s->total = h.total_len;
+    s->received = len;
+    s->rreq = nullptr;
+    s->ureq = nullptr;
+    posted_recv *pr = matcher_.match_posted(s->av, h.tag);
+    if (pr != nullptr) {
+        auto *r = static_cast<recv_request *>(pr);
+        r->msg_tag = h.tag;
+        r->msg_data = h.data;
+        r->msg_flags = flags;
+        r->msg_src = s->av;
+        r->total = h.total_len;
+        r->received = len;
+        copy_to_iov(r->iov.data(), r->iovcnt, 0, payload, len);
+        s->rreq = r;
+        return;
+    }
+    unexpected_record *u = new_unexpected(s->av, h.tag, h.data, flags, h.total_len);
+    if (u == nullptr) {
+        // Nowhere to put it: swallow the fragments (s->active with no target).
+        drop(tl, src, "no memory for an unexpected message");
+        return;
+    }
+    std::memcpy(u->buf, payload, len);
+    u->received = len;
+    s->ureq = u;
+    matcher_.add_unexpected(u, s->av, h.tag);
+}
+
+void tag_engine::on_frag(unsigned tl, transport::src_id src, const eager_frag_hdr &h,
+                         const void *payload, std::size_t len)
+{
+    rx_source *s = source(tl, src);
+    if (s == nullptr || !s->active || h.msg_id != s->msg_id || h.offset != s->received ||
+        len > s->total - s->received) [[unlikely]] {
+        drop(tl, src, "fragment out of sequence or out of bounds");
+        return;
+    }
+    if (s->rreq != nullptr) {
+        copy_to_iov(s->rreq->iov.data(), s->rreq->iovcnt, h.offset, payload, len);
+        s->rreq->received += len;
+    } else if (s->ureq != nullptr && !s->ureq->discard) {
+        std::memcpy(s->ureq->buf + h.offset, payload, len);
+        s->ureq->received += len;
+    }
+    s->received += len;
+    if (s->received < s->total) {
+        return;
+    }
+    s->active = false;
+    if (s->rreq != nullptr) {
+        complete_recv(s->rreq);
+    } else if (s->ureq != nullptr) {
+        s->ureq->received = s->total;
+        if (s->ureq->discard) {
+            free_unexpected(s->ureq);
+        }
+    }
+    s->rreq = nullptr;
+    s->ureq = nullptr;
+}
+
+// ------------------------------------------------------------------ peek, claim, discard, cancel
+
+int tag_engine::recv_special(const recv_args &a)
+{
+    const bool peek = (a.flags & WEFT_PEEK) != 0;
+    const bool claim = (a.flags & WEFT_CLAIM) != 0;
+    const bool discard = (a.flags & WEFT_DISCARD) != 0;
+    auto *ctx = static_cast<weft_context *>(a.context);
+    if ((claim || discard) && ctx == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    unexpected_record *u = nullptr;
+    if (peek) {
+        std::uint32_t src = any_source;
+        if (a.src != WEFT_ADDR_UNSPEC) {
+            if (a.src >= unknown_source) {
+                return -WEFT_EINVAL;
+            }
+            src = static_cast<std::uint32_t>(a.src);
+        }
+        progress();  // let arrived messages become visible to the peek
+        u = static_cast<unexpected_record *>(matcher_.find_unexpected(src, a.tag, a.ignore));
+        if (u == nullptr) {
+            rx.failure({a.context, recv_flags, 0, nullptr, 0, a.tag, WEFT_ADDR_NOTAVAIL},
+                       {WEFT_ENOMSG, 0, 0});
+            return 0;
+        }
+        if (claim || discard) {
+            matcher_.remove_unexpected(u);
+        }
+    } else {
+        // CLAIM (or CLAIM|DISCARD) of a message reserved by an earlier PEEK|CLAIM.
+        // The context comes from the application: only trust it if we handed it out.
+        auto it = std::find(claimed_.begin(), claimed_.end(),
+                            static_cast<unexpected_record *>(ctx->internal[0]));
+        if (!claim || it == claimed_.end()) {
+            return -WEFT_EINVAL;
+        }
+        u = *it;
+        claimed_.erase(it);
+    }
+    const completion c{a.context, recv_flags | u->flags, u->total, nullptr, u->data,
+                       u->tag,    reported_src(u->src)};
+    if (discard) {
+        rx.success(c, true);
+        if (u->received == u->total) {
+            free_unexpected(u);
+        } else {
+            u->discard = true;  // freed when its last fragment arrives
+        }
+        return 0;
+    }
+    if (peek && claim) {
+        u->claimed = true;
+        ctx->internal[0] = u;
+        claimed_.push_back(u);
+        rx.success(c, true);
+        return 0;
+    }
+    if (peek) {
+        rx.success(c, true);  // the message stays queued
+        return 0;
+    }
+    recv_request *r = recv_pool_.get();
+    if (r == nullptr) {
+        return -WEFT_ENOMEM;
+    }
+    r->context = a.context;
+    r->op_flags = a.flags & ~(WEFT_CLAIM | WEFT_PEEK);
+    r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
+    r->capacity = 0;
+    for (std::size_t i = 0; i < a.iovcnt; ++i) {
+        r->iov[i] = a.iov[i];
+        r->capacity += a.iov[i].iov_len;
+    }
+    deliver_unexpected(r, u);
+    return 0;
+}
+
+int tag_engine::cancel(void *context)
+{
+    recv_request *found = nullptr;
+    matcher_.remove_posted_if(
+        [&](const posted_recv *p) {
+            return found == nullptr && static_cast<const recv_request *>(p)->context == context;
+        },
+        [&](posted_recv *p) { found = static_cast<recv_request *>(p); });
+    if (found == nullptr) {
+        return -WEFT_ENOENT;
+    }
+    found->msg_src = found->src;
+    found->msg_tag = found->tag;
+    found->msg_flags = 0;
+    found->msg_data = 0;
+    found->received = 0;
+    found->total = 0;
+    fail_recv(found, WEFT_ECANCELED, 0);
+    return 0;
+}
+
+// ------------------------------------------------------------------ failures
+
+void tag_engine::peer_failed_handler(void *arg, transport::conn_id conn, transport::src_id src,
+                                     status why)
+{
+    auto *c = static_cast<tl_ctx *>(arg);
+    c->engine->on_peer_failed(c->index, conn, src, why);
+}
+
+void tag_engine::mark_failed(std::uint32_t index)
+{
+    if (index >= failed_.size()) {
+        failed_.resize(index + 1);
+    }
+    if (failed_[index] != 0) {
+        return;
+    }
+    failed_[index] = 1;
+    if (index < peers_.size() && peers_[index] != nullptr) {
+        peer_state *p = peers_[index].get();
+        p->failed = true;
+        while (send_request *r = p->pending_head) {
+            p->pending_head = r->next;
+            --pending_sends_;
+            tx.failure({r->context, send_flags, 0, nullptr, r->data, r->tag, index},
+                       {WEFT_EHOSTUNREACH, 0, 0});
+            std::free(r->owned);
+            send_pool_.put(r);
+        }
+        p->pending_tail = nullptr;
+    }
+    // Receives directed at the dead peer can never match any more.
+    std::vector<recv_request *> dead;
+    matcher_.remove_posted_if(
+        [&](const posted_recv *p) { return p->src == index; },
+        [&](posted_recv *p) { dead.push_back(static_cast<recv_request *>(p)); });
+    for (auto *r : dead) {
+        r->msg_src = index;
+        r->msg_tag = r->tag;
+        r->msg_flags = 0;
+        r->msg_data = 0;
+        r->received = 0;
+        r->total = 0;
+        fail_recv(r, WEFT_EHOSTUNREACH, 0);
+    }
+}
+
+void tag_engine::on_peer_failed(unsigned tl, transport::conn_id conn, transport::src_id src,
+                                status why)
+{
+    WEFT_LOG(proto, info, "peer failed on transport %u (conn %u, src %u): %s", tl, conn, src,
+             base::status_string(why));
+    if (conn != transport::invalid_id) {
+        for (auto &p : peers_) {
+            if (p != nullptr && p->tl == tls_[tl] && p->conn == conn) {
+                mark_failed(p->index);
+            }
+        }
+    }
+    if (src == transport::invalid_id) {
+        return;
+    }
+    rx_source *s = source(tl, src);
+    if (s == nullptr) {
+        return;
+    }
+    if (s->active) {
+        // The message being reassembled will never be finished.
+        if (s->rreq != nullptr) {
+            fail_recv(s->rreq, WEFT_EHOSTUNREACH, 0);
+        } else if (s->ureq != nullptr) {
+            unexpected_record *u = s->ureq;
+            if (u->discard) {
+                free_unexpected(u);
+            } else if (u->claimed) {
+                u->total = u->received;  // the claim delivers what came
+            } else {
+                matcher_.remove_unexpected(u);
+                free_unexpected(u);
+            }
+        }
+        s->active = false;
+        s->rreq = nullptr;
+        s->ureq = nullptr;
+    }
+    if (s->av != unknown_source) {
+        mark_failed(s->av);
+    }
+}
+
+}  // namespace weft::proto

@@ -1,0 +1,243 @@
+#pragma once
+// The tagged-message protocol engine of one endpoint, written once for every
+// transport: tag matching (proto/match.hpp), eager messages carried in one
+// active message, multi-fragment eager messages for anything larger than one
+// transport bcopy unit, peek/claim/discard, cancel, and peer failure.
+//
+// Data path of a tagged send (docs/architecture.md):
+//   send -> peer lookup (AV index, connect on first use) -> short or bcopy
+//   active message -> completion written at once (the transport copied it).
+// A send that cannot go out at once (queue full, multi-fragment) becomes a
+// send_request queued on its peer, pushed by progress() in order.
+//
+// Data path of a receive:
+//   transport progress -> am handler -> src id to AV index -> matcher ->
+//   copy into the posted buffer -> completion; or an unexpected record.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <sys/uio.h>
+#include <vector>
+
+#include "base/mpool.hpp"
+#include "base/status.hpp"
+#include "proto/completion.hpp"
+#include "proto/match.hpp"
+#include "proto/wire.hpp"
+#include "transport/iface.hpp"
+
+namespace weft::proto {
+
+using base::status;
+
+/// The largest iovec count of tsendv/trecvv.
+inline constexpr std::size_t max_iov = 4;
+/// Unexpected messages up to this size are stored inside their record.
+inline constexpr std::size_t unexpected_inline = 128;
+
+/// What the engine needs from the address vector (implemented by core/av).
+class address_book {
+  public:
+    virtual ~address_book() = default;
+    /// The address at `index`; no_entry if out of range or removed.
+    [[nodiscard]] virtual status lookup(std::uint64_t index,
+                                        transport::wire_address &out) const = 0;
+    /// The index of `addr`, or unknown_source.
+    [[nodiscard]] virtual std::uint32_t reverse(const transport::wire_address &addr) const = 0;
+};
+
+/// A posted receive.
+struct recv_request : posted_recv {
+    void *context;
+    std::uint64_t op_flags;  ///< WEFT_COMPLETION ...
+    std::array<iovec, max_iov> iov;
+    std::uint32_t iovcnt;
+    std::size_t capacity;  ///< bytes the buffers hold
+    // Filled when matched:
+    std::uint64_t msg_tag;
+    std::uint64_t msg_data;
+    std::uint64_t msg_flags;  ///< WEFT_REMOTE_CQ_DATA if data came
+    std::uint32_t msg_src;
+    std::size_t total;     ///< message length
+    std::size_t received;  ///< bytes seen so far (copied or dropped past capacity)
+};
+
+/// A message that arrived before its receive (possibly still being reassembled).
+struct unexpected_record : unexpected_msg {
+    std::uint64_t data;
+    std::uint64_t flags;   ///< WEFT_REMOTE_CQ_DATA if data came
+    std::size_t total;     ///< message length
+    std::size_t received;  ///< bytes stored so far
+    std::uint8_t *buf;     ///< inline_buf or heap
+    bool claimed;          ///< reserved by PEEK|CLAIM, out of the matcher
+    bool discard;          ///< discarded while fragments are still arriving
+    alignas(8) std::uint8_t inline_buf[unexpected_inline];
+};
+
+/// A send that could not complete at once.
+struct send_request {
+    send_request *next;
+    void *context;
+    std::uint64_t op_flags;
+    std::array<iovec, max_iov> iov;
+    std::uint32_t iovcnt;
+    std::size_t total;
+    std::size_t offset;  ///< bytes sent so far
+    std::uint64_t tag;
+    std::uint64_t data;
+    std::uint32_t msg_id;
+    bool has_data;
+    bool started;         ///< first fragment sent
+    std::uint8_t *owned;  ///< inject: the library's copy of the data (heap), or nullptr
+};
+
+/// Send-side state of one peer (AV index), created on first use.
+struct peer_state {
+    transport::iface *tl = nullptr;
+    transport::conn_id conn = transport::invalid_id;
+    std::size_t max_short = 0;
+    std::size_t max_bcopy = 0;
+    std::uint32_t next_msg_id = 0;
+    send_request *pending_head = nullptr;
+    send_request *pending_tail = nullptr;
+    peer_state *next_pending = nullptr;  ///< in the engine's list of peers with pending sends
+    bool in_pending_list = false;
+    bool failed = false;
+    std::uint32_t index = 0;
+};
+
+/// Receive-side state of one remote sender of one transport.
+struct rx_source {
+    std::uint32_t av = unknown_source;  ///< resolved AV index
+    bool resolved = false;
+    // Multi-fragment message being received from this sender:
+    recv_request *rreq = nullptr;
+    unexpected_record *ureq = nullptr;
+    std::uint32_t msg_id = 0;
+    std::size_t total = 0;
+    std::size_t received = 0;
+    bool active = false;
+};
+
+struct engine_params {
+    std::size_t max_msg_size;
+    std::size_t tx_size;  ///< pending sends allowed before -WEFT_EAGAIN
+    std::size_t inject_size;
+    unsigned match_hash_bits;
+};
+
+/// Send arguments (one struct, so the data path passes a pointer).
+struct send_args {
+    const iovec *iov;
+    std::size_t iovcnt;
+    std::size_t len;
+    std::uint64_t dest;
+    std::uint64_t tag;
+    std::uint64_t data;
+    void *context;
+    std::uint64_t flags;  ///< WEFT_INJECT | WEFT_REMOTE_CQ_DATA | WEFT_COMPLETION
+};
+
+struct recv_args {
+    const iovec *iov;
+    std::size_t iovcnt;
+    std::uint64_t src;
+    std::uint64_t tag;
+    std::uint64_t ignore;
+    void *context;
+    std::uint64_t flags;  ///< WEFT_PEEK | WEFT_CLAIM | WEFT_DISCARD | WEFT_COMPLETION
+};
+
+class tag_engine {
+  public:
+    tag_engine(const engine_params &p, const address_book &av);
+    tag_engine(const tag_engine &) = delete;
+    tag_engine &operator=(const tag_engine &) = delete;
+    ~tag_engine();
+
+    /// Add a transport (before the first operation). The engine installs its handlers.
+    void add_transport(transport::iface *tl);
+
+    completion_sink tx;  ///< where send completions go
+    completion_sink rx;  ///< where receive completions go
+
+    /// Post a send. 0, or -WEFT_EAGAIN (after progress), or another negative code.
+    [[nodiscard]] int send(const send_args &a);
+    /// Post a receive (flags 0 or WEFT_COMPLETION).
+    [[nodiscard]] int recv(const recv_args &a);
+    /// Receive with WEFT_PEEK / WEFT_CLAIM / WEFT_DISCARD.
+    [[nodiscard]] int recv_special(const recv_args &a);
+    /// Cancel the posted receive whose context is `context`.
+    [[nodiscard]] int cancel(void *context);
+    /// Drive every transport and pending sends. Returns events processed.
+    unsigned progress();
+
+    [[nodiscard]] std::size_t unexpected_count() const noexcept
+    {
+        return matcher_.unexpected_count();
+    }
+
+  private:
+    struct tl_ctx {
+        tag_engine *engine;
+        unsigned index;
+    };
+
+    [[nodiscard]] peer_state *peer_for(std::uint64_t dest, int &rc);
+    [[gnu::cold]] peer_state *connect_peer(std::uint64_t dest, int &rc);
+    [[nodiscard]] status send_now(peer_state *p, const send_args &a);
+    [[nodiscard]] int queue_send(peer_state *p, const send_args &a);
+    [[nodiscard]] status push(peer_state *p, send_request *r);
+    void push_peer(peer_state *p);
+    void progress_pending();
+    void mark_failed(std::uint32_t index);
+    void complete_send(void *context, std::uint64_t flags, std::uint64_t tag);
+
+    static void am_handler(void *arg, transport::src_id src, unsigned am_id, const void *data,
+                           std::size_t len);
+    static void peer_failed_handler(void *arg, transport::conn_id conn, transport::src_id src,
+                                    status why);
+    void on_message(unsigned tl, transport::src_id src, std::uint64_t tag, std::uint64_t data,
+                    std::uint64_t flags, const void *payload, std::size_t len);
+    void on_first(unsigned tl, transport::src_id src, const eager_first_hdr &h, const void *payload,
+                  std::size_t len);
+    void on_frag(unsigned tl, transport::src_id src, const eager_frag_hdr &h, const void *payload,
+                 std::size_t len);
+    [[nodiscard]] rx_source *source(unsigned tl, transport::src_id src);
+    [[gnu::cold]] void resolve_source(unsigned tl, transport::src_id src, rx_source &s);
+    [[gnu::cold]] void drop(unsigned tl, transport::src_id src, const char *why);
+    void on_peer_failed(unsigned tl, transport::conn_id conn, transport::src_id src, status why);
+
+    unexpected_record *new_unexpected(std::uint32_t src, std::uint64_t tag, std::uint64_t data,
+                                      std::uint64_t flags, std::size_t total);
+    void free_unexpected(unexpected_record *u);
+    void deliver_unexpected(recv_request *r, unexpected_record *u);
+    void complete_recv(recv_request *r);
+    void fail_recv(recv_request *r, int err, std::size_t olen);
+    [[nodiscard]] bool source_failed(std::uint64_t src) const noexcept
+    {
+        return src < failed_.size() && failed_[src] != 0;
+    }
+
+    engine_params params_;
+    const address_book &av_;
+    matcher matcher_;
+    base::mpool<recv_request> recv_pool_;
+    base::mpool<unexpected_record> unexp_pool_;
+    base::mpool<send_request> send_pool_;
+    std::vector<std::unique_ptr<peer_state>> peers_;
+    std::vector<std::uint8_t> failed_;          ///< by AV index: the peer died
+    std::vector<unexpected_record *> claimed_;  ///< reserved by PEEK|CLAIM, not yet claimed
+    peer_state *pending_peers_ = nullptr;
+    std::size_t pending_sends_ = 0;
+    std::array<transport::iface *, 4> tls_{};
+    std::array<tl_ctx, 4> tl_ctx_{};
+    std::array<std::vector<rx_source>, 4> sources_;
+    unsigned ntls_ = 0;
+    transport::iface *poll_tls_[4]{};  ///< transports whose progress does something
+    unsigned npoll_ = 0;
+};
+
+}  // namespace weft::proto
