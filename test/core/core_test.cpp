@@ -1,0 +1,374 @@
+// Object-model tests over the public C API (self transport, one process):
+// discovery, argument checking, object lifetimes, CQ formats and overflow,
+// counters, selective completion, address vectors, threading and auto progress.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/objects.hpp"
+#include "log_expect.hpp"
+#include "weft/weft.h"
+
+namespace {
+
+struct info_deleter {
+    void operator()(weft_info *i) const { weft_info_free(i); }
+};
+using info_ptr = std::unique_ptr<weft_info, info_deleter>;
+
+info_ptr get_info(const char *transport, weft_threading threading = WEFT_THREAD_UNSPEC,
+                  weft_progress progress = WEFT_PROGRESS_UNSPEC)
+{
+    info_ptr hints(weft_info_alloc());
+    std::snprintf(hints->transport, sizeof(hints->transport), "%s", transport);
+    hints->caps = WEFT_TAGGED | WEFT_SOURCE;
+    hints->domain_attr.threading = threading;
+    hints->domain_attr.progress = progress;
+    weft_info *info = nullptr;
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), 0);
+    return info_ptr(info);
+}
+
+/// One endpoint on the self transport, with its address inserted at index 0.
+struct self_ep {
+    info_ptr info;
+    weft_fabric_t *fabric = nullptr;
+    weft_domain_t *domain = nullptr;
+    weft_cq_t *cq = nullptr;
+    weft_cntr_t *cntr = nullptr;
+    weft_av_t *av = nullptr;
+    weft_ep_t *ep = nullptr;
+    weft_addr_t me = 0;
+
+    explicit self_ep(weft_cq_format format = WEFT_CQ_FORMAT_TAGGED, std::size_t cq_size = 0,
+                     std::uint64_t cq_flags = 0, weft_threading threading = WEFT_THREAD_UNSPEC,
+                     weft_progress progress = WEFT_PROGRESS_UNSPEC)
+        : info(get_info("self", threading, progress))
+    {
+        EXPECT_EQ(weft_fabric_open(info.get(), &fabric), 0);
+        EXPECT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
+        const weft_cq_attr attr{cq_size, format};
+        EXPECT_EQ(weft_cq_open(domain, &attr, &cq), 0);
+        EXPECT_EQ(weft_cntr_open(domain, nullptr, &cntr), 0);
+        EXPECT_EQ(weft_av_open(domain, nullptr, &av), 0);
+        EXPECT_EQ(weft_ep_open(domain, info.get(), &ep, nullptr), 0);
+        EXPECT_EQ(weft_ep_bind_cq(ep, cq, WEFT_TRANSMIT | WEFT_RECV | cq_flags), 0);
+        EXPECT_EQ(weft_ep_bind_cntr(ep, cntr, WEFT_SEND | WEFT_RECV), 0);
+        EXPECT_EQ(weft_ep_bind_av(ep, av), 0);
+        EXPECT_EQ(weft_ep_enable(ep), 0);
+        std::uint8_t addr[64];
+        std::size_t len = sizeof(addr);
+        EXPECT_EQ(weft_ep_getname(ep, addr, &len), 0);
+        EXPECT_EQ(len, info->addr_len);
+        EXPECT_EQ(weft_av_insert(av, addr, 1, &me, 0), 1);
+    }
+    ~self_ep()
+    {
+        EXPECT_EQ(weft_ep_close(ep), 0);
+        EXPECT_EQ(weft_av_close(av), 0);
+        EXPECT_EQ(weft_cntr_close(cntr), 0);
+        EXPECT_EQ(weft_cq_close(cq), 0);
+        EXPECT_EQ(weft_domain_close(domain), 0);
+        EXPECT_EQ(weft_fabric_close(fabric), 0);
+    }
+};
+
+}  // namespace
+
+TEST(getinfo, lists_auto_first_and_reports_limits)
+{
+    weft_info *info = nullptr;
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, nullptr, &info), 0);
+    info_ptr guard(info);
+    ASSERT_NE(info, nullptr);
+    EXPECT_STREQ(info->transport, "auto");
+    bool self = false;
+    for (const weft_info *i = info; i != nullptr; i = i->next) {
+        self = self || std::strcmp(i->transport, "self") == 0;
+        EXPECT_NE(i->caps & WEFT_TAGGED, 0U);
+        EXPECT_GT(i->ep_attr.inject_size, 0U);
+        EXPECT_GT(i->ep_attr.max_msg_size, i->ep_attr.inject_size);
+        EXPECT_EQ(i->addr_len, 64U);
+        EXPECT_NE(i->ep_attr.msg_order & WEFT_ORDER_SAS, 0U);
+    }
+    EXPECT_TRUE(self);
+}
+
+TEST(getinfo, hints_filter_and_bad_hints_fail)
+{
+    info_ptr self = get_info("self");
+    ASSERT_NE(self, nullptr);
+    EXPECT_STREQ(self->transport, "self");
+    EXPECT_EQ(self->next, nullptr);
+
+    info_ptr hints(weft_info_alloc());
+    weft_info *info = nullptr;
+    std::snprintf(hints->transport, sizeof(hints->transport), "nosuch");
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), -WEFT_ENODEV);
+    hints->transport[0] = '\0';
+    hints->caps = WEFT_RMA;  // not offered yet: nothing matches
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), -WEFT_ENODEV);
+    hints->caps = 0;
+    hints->domain_attr.threading = static_cast<weft_threading>(42);
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), -WEFT_EINVAL);
+    {
+        weft::test::expect_log_errors logged(1);  // the version mismatch is logged
+        EXPECT_EQ(weft_getinfo(WEFT_VERSION(9, 0), nullptr, &info), -WEFT_ENOSYS);
+    }
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, nullptr, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(info, nullptr);
+}
+
+TEST(api, null_and_invalid_arguments_return_einval)
+{
+    EXPECT_EQ(weft_fabric_open(nullptr, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_fabric_close(nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_domain_close(nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_ep_close(nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_tsend(nullptr, nullptr, 0, nullptr, 0, 0, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_trecv(nullptr, nullptr, 0, nullptr, 0, 0, 0, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_cq_read(nullptr, nullptr, 0), -WEFT_EINVAL);
+    EXPECT_EQ(weft_cancel(nullptr, nullptr), -WEFT_EINVAL);
+    for (int e :
+         {int(WEFT_EAGAIN), int(WEFT_ETRUNC), int(WEFT_EAVAIL), int(WEFT_EHOSTUNREACH), 12345}) {
+        EXPECT_NE(weft_strerror(-e), nullptr);
+        EXPECT_STREQ(weft_strerror(-e), weft_strerror(e));
+    }
+    EXPECT_STRNE(weft_strerror(WEFT_EAGAIN), weft_strerror(WEFT_ETRUNC));
+}
+
+TEST(api, endpoint_rules)
+{
+    info_ptr info = get_info("self");
+    weft_fabric_t *fabric;
+    weft_domain_t *domain;
+    weft_ep_t *ep;
+    weft_av_t *av;
+    ASSERT_EQ(weft_fabric_open(info.get(), &fabric), 0);
+    ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
+    ASSERT_EQ(weft_ep_open(domain, info.get(), &ep, nullptr), 0);
+    char buf[8] = {};
+    // Not enabled yet: no address, no data transfer; enabling needs an AV.
+    std::size_t len = 64;
+    std::uint8_t addr[64];
+    EXPECT_EQ(weft_ep_getname(ep, addr, &len), -WEFT_EINVAL);
+    EXPECT_EQ(weft_tsend(ep, buf, 8, nullptr, 0, 1, nullptr), -WEFT_EINVAL);
+    {
+        weft::test::expect_log_errors logged(1);  // "bind an address vector first"
+        EXPECT_EQ(weft_ep_enable(ep), -WEFT_EINVAL);
+    }
+    // Parents refuse to close while children are open.
+    EXPECT_EQ(weft_domain_close(domain), -WEFT_EBUSY);
+    EXPECT_EQ(weft_fabric_close(fabric), -WEFT_EBUSY);
+    ASSERT_EQ(weft_av_open(domain, nullptr, &av), 0);
+    ASSERT_EQ(weft_ep_bind_av(ep, av), 0);
+    EXPECT_EQ(weft_ep_bind_av(ep, av), -WEFT_EBUSY);
+    ASSERT_EQ(weft_ep_enable(ep), 0);
+    EXPECT_EQ(weft_ep_enable(ep), -WEFT_EINVAL);
+    EXPECT_EQ(weft_av_close(av), -WEFT_EBUSY);
+    // getname with a short buffer reports the size needed.
+    len = 10;
+    EXPECT_EQ(weft_ep_getname(ep, addr, &len), -WEFT_ETRUNC);
+    EXPECT_EQ(len, 64U);
+    // Sending to an index the AV does not have is an error, not a crash.
+    EXPECT_EQ(weft_tsend(ep, buf, 8, nullptr, 0, 1, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_tsend(ep, buf, 8, nullptr, 12345678, 1, nullptr), -WEFT_EINVAL);
+    std::size_t inject = 0;
+    std::size_t olen = sizeof(inject);
+    ASSERT_EQ(weft_ep_getopt(ep, WEFT_OPT_INJECT_SIZE, &inject, &olen), 0);
+    std::vector<char> big(inject + 1);
+    EXPECT_EQ(weft_tinject(ep, big.data(), big.size(), 0, 1), -WEFT_EINVAL);
+    EXPECT_EQ(weft_ep_setopt(ep, WEFT_OPT_INJECT_SIZE, &inject, sizeof(inject)), -WEFT_EINVAL);
+    const iovec iov[5] = {};
+    EXPECT_EQ(weft_tsendv(ep, iov, nullptr, 5, 0, 1, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_ep_close(ep), 0);
+    EXPECT_EQ(weft_av_close(av), 0);
+    EXPECT_EQ(weft_domain_close(domain), 0);
+    EXPECT_EQ(weft_fabric_close(fabric), 0);
+}
+
+TEST(av, entries_are_compact_and_round_trip)
+{
+    static_assert(sizeof(weft::core::av_entry) <= 16);
+    self_ep s;
+    std::uint8_t addr[64];
+    std::size_t len = sizeof(addr);
+    ASSERT_EQ(weft_ep_getname(s.ep, addr, &len), 0);
+    // A second copy of the same address gets the next index.
+    weft_addr_t idx[3];
+    std::uint8_t three[3 * 64];
+    std::memcpy(three, addr, 64);
+    std::memset(three + 64, 0xab, 64);  // garbage: rejected, index NOTAVAIL
+    std::memcpy(three + 128, addr, 64);
+    EXPECT_EQ(weft_av_insert(s.av, three, 3, idx, 0), 2);
+    EXPECT_EQ(idx[0], 1U);
+    EXPECT_EQ(idx[1], WEFT_ADDR_NOTAVAIL);
+    EXPECT_EQ(idx[2], 3U);
+    EXPECT_EQ(weft_av_count(s.av), 4U);
+    std::uint8_t out[64];
+    std::size_t olen = sizeof(out);
+    ASSERT_EQ(weft_av_lookup(s.av, 1, out, &olen), 0);
+    EXPECT_EQ(std::memcmp(out, addr, 64), 0);
+    EXPECT_EQ(weft_av_lookup(s.av, 2, out, &olen), -WEFT_ENOENT);
+    ASSERT_EQ(weft_av_remove(s.av, &idx[0], 1, 0), 0);
+    EXPECT_EQ(weft_av_lookup(s.av, 1, out, &olen), -WEFT_ENOENT);
+    EXPECT_EQ(weft_av_remove(s.av, &idx[0], 1, 0), -WEFT_ENOENT);
+}
+
+TEST(cq, every_format_carries_its_fields)
+{
+    for (weft_cq_format f :
+         {WEFT_CQ_FORMAT_CONTEXT, WEFT_CQ_FORMAT_MSG, WEFT_CQ_FORMAT_DATA, WEFT_CQ_FORMAT_TAGGED}) {
+        self_ep s(f);
+        char out[16] = "hello, weft";
+        char in[16] = {};
+        int rctx = 0;
+        ASSERT_EQ(weft_trecv(s.ep, in, sizeof(in), nullptr, s.me, 77, 0, &rctx), 0);
+        ASSERT_EQ(weft_tsenddata(s.ep, out, 12, nullptr, 0xdada, s.me, 77, nullptr), 0);
+        weft_cq_tagged_entry e[2] = {};
+        weft_addr_t src[2] = {99, 99};
+        ASSERT_EQ(weft_cq_readfrom(s.cq, e, 2, src), 2) << "format " << f;
+        // The entries are packed at the format's size: find the receive.
+        const auto *bytes = reinterpret_cast<const std::uint8_t *>(e);
+        const std::size_t size = f == WEFT_CQ_FORMAT_CONTEXT ? sizeof(weft_cq_entry)
+                                 : f == WEFT_CQ_FORMAT_MSG   ? sizeof(weft_cq_msg_entry)
+                                 : f == WEFT_CQ_FORMAT_DATA  ? sizeof(weft_cq_data_entry)
+                                                             : sizeof(weft_cq_tagged_entry);
+        // self delivers inside the send: the receive completes first, then the send.
+        weft_cq_tagged_entry r{};
+        std::memcpy(&r, bytes, size);
+        EXPECT_EQ(r.op_context, &rctx);
+        EXPECT_EQ(src[0], s.me);
+        if (f != WEFT_CQ_FORMAT_CONTEXT) {
+            EXPECT_EQ(r.flags & (WEFT_RECV | WEFT_TAGGED | WEFT_REMOTE_CQ_DATA),
+                      WEFT_RECV | WEFT_TAGGED | WEFT_REMOTE_CQ_DATA);
+            EXPECT_EQ(r.len, 12U);
+        }
+        if (f == WEFT_CQ_FORMAT_DATA || f == WEFT_CQ_FORMAT_TAGGED) {
+            EXPECT_EQ(r.buf, in);
+            EXPECT_EQ(r.data, 0xdadaU);
+        }
+        if (f == WEFT_CQ_FORMAT_TAGGED) {
+            EXPECT_EQ(r.tag, 77U);
+        }
+        EXPECT_STREQ(in, "hello, weft");
+    }
+}
+
+TEST(cq, overflow_keeps_every_entry_in_order)
+{
+    self_ep s(WEFT_CQ_FORMAT_CONTEXT, 4);
+    std::vector<int> ctx(40);
+    for (int i = 0; i < 40; ++i) {
+        ASSERT_EQ(weft_tsend(s.ep, nullptr, 0, nullptr, s.me, 5, &ctx[i]), 0);
+    }
+    // 40 sends + 40 unexpected messages: receive them all.
+    std::vector<int> rctx(40);
+    for (int i = 0; i < 40; ++i) {
+        ASSERT_EQ(weft_trecv(s.ep, nullptr, 0, nullptr, s.me, 5, 0, &rctx[i]), 0);
+    }
+    std::vector<void *> got;
+    weft_cq_entry e[7];
+    for (ssize_t n; (n = weft_cq_read(s.cq, e, 7)) != -WEFT_EAGAIN;) {
+        ASSERT_GT(n, 0);
+        for (ssize_t i = 0; i < n; ++i) {
+            got.push_back(e[i].op_context);
+        }
+    }
+    ASSERT_EQ(got.size(), 80U);
+    for (int i = 0; i < 40; ++i) {
+        EXPECT_EQ(got[i], &ctx[i]);
+        EXPECT_EQ(got[40 + i], &rctx[i]);
+    }
+}
+
+TEST(cq, selective_completion_and_counters)
+{
+    self_ep s(WEFT_CQ_FORMAT_CONTEXT, 0, WEFT_SELECTIVE_COMPLETION);
+    int a = 0;
+    int b = 0;
+    ASSERT_EQ(weft_tsend(s.ep, nullptr, 0, nullptr, s.me, 1, &a), 0);  // no entry
+    const weft_msg_tagged msg{nullptr, nullptr, 0, s.me, 1, 0, &b, 0};
+    ASSERT_EQ(weft_tsendmsg(s.ep, &msg, WEFT_COMPLETION), 0);  // entry
+    ASSERT_EQ(weft_tinject(s.ep, "x", 1, s.me, 1), 0);         // never an entry
+    weft_cq_entry e;
+    ASSERT_EQ(weft_cq_read(s.cq, &e, 1), 1);
+    EXPECT_EQ(e.op_context, &b);
+    EXPECT_EQ(weft_cq_read(s.cq, &e, 1), -WEFT_EAGAIN);
+    // The counter counts every completion, selective or not: 3 sends.
+    EXPECT_EQ(weft_cntr_read(s.cntr), 3U);
+    char buf[4];
+    for (int i = 0; i < 3; ++i) {
+        const iovec iov{buf, sizeof(buf)};
+        const weft_msg_tagged r{&iov, nullptr, 1, WEFT_ADDR_UNSPEC, 1, 0, nullptr, 0};
+        ASSERT_EQ(weft_trecvmsg(s.ep, &r, 0), 0);
+    }
+    EXPECT_EQ(weft_cntr_wait(s.cntr, 6, 1000), 0);
+    EXPECT_EQ(weft_cntr_wait(s.cntr, 7, 10), -WEFT_ETIMEDOUT);
+    EXPECT_EQ(weft_cntr_readerr(s.cntr), 0U);
+    EXPECT_EQ(weft_cq_read(s.cq, &e, 1), -WEFT_EAGAIN);  // receives were not flagged either
+    EXPECT_EQ(weft_cntr_set(s.cntr, 100), 0);
+    EXPECT_EQ(weft_cntr_add(s.cntr, 1), 0);
+    EXPECT_EQ(weft_cntr_read(s.cntr), 101U);
+}
+
+TEST(cq, errors_take_precedence_and_are_readable)
+{
+    self_ep s;
+    char small[4];
+    int ctx = 0;
+    ASSERT_EQ(weft_tsend(s.ep, "0123456789", 10, nullptr, s.me, 3, nullptr), 0);
+    ASSERT_EQ(weft_trecv(s.ep, small, sizeof(small), nullptr, s.me, 3, 0, &ctx), 0);
+    weft_cq_tagged_entry e;
+    EXPECT_EQ(weft_cq_read(s.cq, &e, 1), -WEFT_EAVAIL);
+    weft_cq_err_entry err{};
+    ASSERT_EQ(weft_cq_readerr(s.cq, &err, 0), 1);
+    EXPECT_EQ(err.err, WEFT_ETRUNC);
+    EXPECT_EQ(err.op_context, &ctx);
+    EXPECT_EQ(err.len, 4U);
+    EXPECT_EQ(err.olen, 6U);
+    EXPECT_NE(std::string(err.err_str).find("sent 10 bytes"), std::string::npos) << err.err_str;
+    EXPECT_EQ(std::memcmp(small, "0123", 4), 0);
+    EXPECT_EQ(weft_cq_readerr(s.cq, &err, 0), -WEFT_EAGAIN);
+    ASSERT_EQ(weft_cq_read(s.cq, &e, 1), 1);  // the send's completion
+    EXPECT_EQ(e.flags & WEFT_SEND, WEFT_SEND);
+    EXPECT_EQ(weft_cq_wait(s.cq, 5), -WEFT_ETIMEDOUT);
+}
+
+TEST(threading, safe_level_with_concurrent_senders_and_auto_progress)
+{
+    self_ep s(WEFT_CQ_FORMAT_CONTEXT, 0, 0, WEFT_THREAD_SAFE, WEFT_PROGRESS_AUTO);
+    constexpr int per_thread = 2000;
+    std::atomic<int> failures{0};
+    auto sender = [&](std::uint64_t tag) {
+        for (int i = 0; i < per_thread; ++i) {
+            std::uint32_t v = static_cast<std::uint32_t>(i);
+            ssize_t rc;
+            while ((rc = weft_tinject(s.ep, &v, sizeof(v), s.me, tag)) == -WEFT_EAGAIN) {
+            }
+            if (rc != 0) {
+                failures.fetch_add(1);
+            }
+        }
+    };
+    std::thread t1(sender, 1);
+    std::thread t2(sender, 2);
+    // Receive per tag in order: messages from one source with one tag match in send order.
+    std::vector<std::uint32_t> in(2 * per_thread);
+    for (int i = 0; i < per_thread; ++i) {
+        ASSERT_EQ(weft_trecv(s.ep, &in[i], 4, nullptr, s.me, 1, 0, nullptr), 0);
+        ASSERT_EQ(weft_trecv(s.ep, &in[per_thread + i], 4, nullptr, s.me, 2, 0, nullptr), 0);
+    }
+    t1.join();
+    t2.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_EQ(weft_cntr_wait(s.cntr, 4 * per_thread, 10000), 0);
+    for (int i = 0; i < per_thread; ++i) {
+        ASSERT_EQ(in[i], static_cast<std::uint32_t>(i));
+        ASSERT_EQ(in[per_thread + i], static_cast<std::uint32_t>(i));
+    }
+}
