@@ -1,0 +1,106 @@
+#pragma once
+// The multi-producer single-consumer FIFO of cells (Vyukov's bounded queue with a
+// sequence number per cell), always-inline. docs/shm.md "Queue algorithm".
+//
+// Positions are free-running 32-bit counters; a cell index is pos & mask. All
+// comparisons are wrap-safe (signed difference), which holds while fewer than
+// 2^31 positions separate any two compared values (fifo_size <= 2^20).
+//
+// Producers (any process):  t = tail; announce resv = t; if cell[t].seq == t: CAS
+//   tail t -> t+1; fill cell; cell.seq = t+1 (release).
+// Consumer (the owner):     if cell[head].seq == head+1 (acquire): consume;
+//   cell.seq = head + fifo_size (release); head++.
+
+#include <atomic>
+#include <cstdint>
+
+#include "transport/shm/segment.hpp"
+
+namespace weft::transport::shm {
+
+/// A sender's process-local view of one peer's FIFO: pointers into its own
+/// mapping of the peer's segment plus the geometry validated at map time.
+struct tx_view {
+    cell *cells;
+    std::atomic<std::uint32_t> *tail;
+    std::atomic<std::uint64_t> *resv;  ///< our sender slot's reservation word
+    std::uint8_t *bcopy;
+    std::uint32_t mask;  ///< fifo_size - 1
+    std::uint32_t bcopy_size;
+    std::uint16_t slot;  ///< our slot index in the peer's table (= its src_id)
+};
+
+[[gnu::always_inline]] inline cell *cell_at(cell *cells, std::uint32_t mask,
+                                            std::uint32_t pos) noexcept
+{
+    return cells + (pos & mask);
+}
+
+/// Reserve the next cell of `v`'s FIFO. Returns the cell (pos in `pos_out`), or
+/// nullptr when the FIFO is full (the cell at the tail still holds a message of the
+/// previous lap). Never blocks: it retries only when another producer won the race.
+[[gnu::always_inline]] inline cell *fifo_reserve(const tx_view &v, std::uint32_t &pos_out) noexcept
+{
+    std::uint32_t pos = v.tail->load(std::memory_order_relaxed);
+    for (;;) {
+        // Announce the position before trying to take it. Release: a consumer that
+        // reads a later value of this word (we moved on) also sees our earlier
+        // publish; the tail CAS below (release) makes this store visible to a
+        // consumer that acquires the tail it produced. Used only to attribute an
+        // unpublished cell to a dead sender.
+        v.resv->store(resv_valid | pos, std::memory_order_release);
+        cell *c = cell_at(v.cells, v.mask, pos);
+        // Acquire: pairs with the consumer's release store that freed the cell, so
+        // our writes to the cell cannot overtake its reads of the previous message.
+        const std::uint32_t seq = c->seq.load(std::memory_order_acquire);
+        const auto dif = static_cast<std::int32_t>(seq - pos);
+        if (dif == 0) [[likely]] {
+            // acq_rel: release publishes the resv store above to whoever acquires the
+            // tail (every tail write is an RMW, so later CASes continue the release
+            // sequence); acquire is free on x86 and keeps the cell writes after it.
+            if (v.tail->compare_exchange_weak(pos, pos + 1, std::memory_order_acq_rel,
+                                              std::memory_order_relaxed)) [[likely]] {
+                pos_out = pos;
+                return c;
+            }
+            // pos was reloaded by the failed CAS.
+        } else if (dif < 0) {
+            return nullptr;  // full
+        } else {
+            pos = v.tail->load(std::memory_order_relaxed);  // another producer took pos
+        }
+    }
+}
+
+/// Fill the cell header (the payload was written before) and publish it.
+[[gnu::always_inline]] inline void fifo_publish(cell *c, std::uint32_t pos, unsigned am_id,
+                                                cell_kind kind, std::uint16_t src,
+                                                std::uint32_t length) noexcept
+{
+    // Relaxed: these stores (and the payload) are ordered by the release below.
+    c->am_id.store(static_cast<std::uint8_t>(am_id), std::memory_order_relaxed);
+    c->kind.store(static_cast<std::uint8_t>(kind), std::memory_order_relaxed);
+    c->src.store(src, std::memory_order_relaxed);
+    c->length.store(length, std::memory_order_relaxed);
+    // Release: the consumer's acquire load of seq == pos + 1 sees the whole cell
+    // (header, inline data and the bcopy slot).
+    c->seq.store(pos + 1, std::memory_order_release);
+}
+
+/// Consumer: is the cell at `head` published? Acquire pairs with fifo_publish's
+/// release, so the cell contents may be read after it returns true.
+[[gnu::always_inline]] inline bool fifo_ready(const cell *c, std::uint32_t head) noexcept
+{
+    return c->seq.load(std::memory_order_acquire) == head + 1;
+}
+
+/// Consumer: free the cell at `head` for the producer of position head + fifo_size.
+[[gnu::always_inline]] inline void fifo_release(cell *c, std::uint32_t head,
+                                                std::uint32_t fifo_size) noexcept
+{
+    // Release: our reads of the cell (and of its bcopy slot) happen before the next
+    // producer's acquire load sees it free and overwrites it.
+    c->seq.store(head + fifo_size, std::memory_order_release);
+}
+
+}  // namespace weft::transport::shm

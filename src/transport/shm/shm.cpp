@@ -1,0 +1,913 @@
+// The shared-memory transport. Design and wire format: docs/shm.md.
+//
+// Each endpoint owns one receive segment (segment.hpp) with a lock-free MPSC FIFO
+// of cells (fifo_inl.hpp). A sender maps the peer's segment on connect(), claims a
+// sender slot there (its src_id on the receive side) and writes cells directly
+// into the peer's FIFO. The data path (send_short, send_bcopy, progress) is three
+// static functions in the ops table; everything else here is control path.
+
+#include "transport/shm/shm.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstddef>
+#include <cstring>
+#include <ctime>
+#include <poll.h>
+#include <signal.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <unordered_map>
+#include <vector>
+
+#include "base/log.hpp"
+#include "transport/shm/fifo_inl.hpp"
+#include "transport/shm/segment.hpp"
+
+namespace weft::transport::shm {
+
+namespace {
+
+/// Empty progress calls between two reads of the clock for the peer check: keeps
+/// the empty poll at one load, a decrement and a branch.
+constexpr std::uint32_t idle_polls_per_tick = 1024;
+/// Every this many peer checks the slot table is rescanned even if reg_gen did
+/// not change (catches a sender that died between claiming a slot and bumping it).
+constexpr std::uint64_t full_rescan_every = 64;
+/// Largest protocol header of a bcopy send.
+constexpr std::size_t max_hdr = 32;
+/// Dropped-cell warnings: the first few, then one in this many (a broken peer
+/// must not flood the log).
+constexpr std::uint64_t drop_warn_first = 16;
+constexpr std::uint64_t drop_warn_every = 1024;
+
+// --------------------------------------------------------------- config table
+
+constexpr base::config_field config_fields[] = {
+    base::make_field<&config::fifo_size>("FIFO_SIZE", base::config_type::size, "256",
+                                         "cells in each endpoint's receive FIFO (power of two, "
+                                         "2..1m)"),
+    base::make_field<&config::bcopy_size>("BCOPY_SIZE", base::config_type::size, "8k",
+                                          "bytes of each cell's bounce slot = largest bcopy "
+                                          "message (multiple of 64, 256..1m)"),
+    base::make_field<&config::peer_check_interval>(
+        "PEER_CHECK_INTERVAL", base::config_type::time_us, "10ms",
+        "least time between checks for dead peers (run only while idle or when a FIFO is full)"),
+    base::make_field<&config::max_senders>("MAX_SENDERS", base::config_type::uint, "256",
+                                           "sender slots per receive segment: local endpoints "
+                                           "that can send to one endpoint (1..4096)"),
+    base::make_field<&config::rx_batch>("RX_BATCH", base::config_type::uint, "16",
+                                        "most messages delivered by one progress call (1..1024)"),
+    base::make_field<&config::cleanup_stale>("CLEANUP_STALE", base::config_type::boolean, "y",
+                                             "on open, unlink /dev/shm/weft-shm-* segments whose "
+                                             "process no longer exists"),
+};
+
+constexpr base::config_table shm_config_table =
+    base::make_table("SHM", "shared-memory transport (peers on the same node)", config_fields);
+
+// --------------------------------------------------------------- helpers
+
+[[nodiscard]] std::uint64_t now_us() noexcept
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);  // vDSO: no system call
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000U +
+           static_cast<std::uint64_t>(ts.tv_nsec) / 1000U;
+}
+
+/// pidfd_open(2) through syscall(): glibc before 2.36 has no wrapper.
+[[nodiscard]] int pidfd_open_pid(std::uint32_t pid) noexcept
+{
+#ifdef SYS_pidfd_open
+    return static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+[[nodiscard]] std::uint64_t random_cookie(std::uint32_t pid, std::uint32_t ep_id) noexcept
+{
+    std::uint64_t c = 0;
+    if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(c))) {
+        // No entropy yet (early boot): time and identity still make reuse unlikely.
+        c = now_us() ^ (std::uint64_t{pid} << 32) ^ (std::uint64_t{ep_id} << 16);
+    }
+    return c == 0 ? 1 : c;  // 0 means "no cookie"
+}
+
+[[nodiscard]] bool is_power_of_two(std::uint64_t v) noexcept
+{
+    return v != 0 && (v & (v - 1)) == 0;
+}
+
+void default_am(void *, src_id, unsigned, const void *, std::size_t) {}
+void default_peer_failed(void *, conn_id, src_id, status) {}
+
+// --------------------------------------------------------------- the transport
+
+/// Send side, hot: one per connection.
+struct tx_conn {
+    tx_view v;
+    std::uint8_t dead;  ///< sends fail with unreachable
+};
+static_assert(sizeof(tx_conn) <= 64);
+
+/// Send side, cold.
+struct conn_info {
+    wire_address peer;
+    mapping map;          ///< the peer's segment; empty for a connection to ourselves
+    segment_header *hdr;  ///< the peer's header (in map, or our own)
+    sender_slot *slot;    ///< our slot in the peer's table
+    std::uint32_t proc;   ///< index in procs_
+    bool reported;        ///< peer_failed called for this connection
+};
+
+/// A peer process we watch (connected to, or registered in our slots).
+struct proc {
+    std::uint32_t pid;
+    int pidfd;  ///< -1: our own process, or pidfd_open unavailable (kill(pid, 0) then)
+    bool self;  ///< our own process: never dies while we run
+    bool dead;
+};
+
+enum class rx_state : std::uint8_t {
+    none,     ///< slot free or not yet seen
+    live,     ///< registered sender, process watched
+    dead,     ///< its process died; freed once its cells are consumed
+    closing,  ///< it closed cleanly; freed once its cells are consumed
+};
+
+/// Receive side: what we know about each of our sender slots.
+struct rx_slot {
+    rx_state state = rx_state::none;
+    bool reported = false;
+    std::uint32_t pid = 0;
+    std::uint32_t proc = invalid_id;
+    std::uint32_t release_after = 0;  ///< FIFO position after its last possible cell
+};
+
+class shm_iface final : public iface {
+  public:
+    shm_iface(const open_params &p, const config &cfg, mapping seg, const segment_geometry &geo,
+              std::uint64_t cookie);
+    ~shm_iface() override;
+
+    [[nodiscard]] transport_kind kind() const noexcept override { return transport_kind::shm; }
+    [[nodiscard]] const attributes &attr() const noexcept override { return attr_; }
+    [[nodiscard]] status pack_address(wire_address &addr) override;
+    [[nodiscard]] bool reachable(const wire_address &peer) const noexcept override;
+    [[nodiscard]] status connect(const wire_address &peer, conn_id &out) override;
+    [[nodiscard]] status remote_address(src_id src, wire_address &out) const override;
+
+    [[nodiscard]] const struct stats &counters() const noexcept { return stats_; }
+
+  private:
+    static status send_short(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+                             std::size_t hdr_len, const void *payload, std::size_t len);
+    static status send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+                             std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
+                             std::size_t offset, std::size_t len);
+    static unsigned progress(iface *tl);
+
+    [[gnu::always_inline]] inline unsigned drain(cell *c);
+    [[gnu::always_inline]] inline void deliver(cell *c, std::uint32_t pos);
+    [[gnu::cold, gnu::noinline]] void drop_cell(std::uint32_t pos, unsigned am, unsigned kind,
+                                                unsigned src, std::uint32_t len);
+    [[gnu::cold, gnu::noinline]] unsigned idle_tick();
+    [[gnu::cold, gnu::noinline]] status send_full(conn_id conn);
+    [[gnu::cold, gnu::noinline]] status bad_send(conn_id conn, unsigned am_id, std::size_t hdr_len,
+                                                 std::size_t total) const;
+
+    void check_peers(std::uint64_t now);
+    void scan_slots(bool force);
+    void poll_procs();
+    void release_slots();
+    void skip_dead_reservations();
+    unsigned report_failures();
+    [[nodiscard]] std::uint32_t find_or_add_proc(std::uint32_t pid);
+    void sync_tx() noexcept
+    {
+        tx_ = txs_.data();
+        ntx_ = static_cast<std::uint32_t>(txs_.size());
+    }
+
+    // Receive hot path: one cache line.
+    cell *cells_;
+    std::uint8_t *bcopy_;
+    std::uint32_t head_ = 0;  ///< next position to consume (private to us)
+    std::uint32_t mask_;
+    std::uint32_t fifo_size_;
+    std::uint32_t bcopy_size_;
+    std::uint32_t nslots_;
+    std::uint32_t batch_;
+    std::uint32_t idle_countdown_ = idle_polls_per_tick;
+    // Send hot path.
+    tx_conn *tx_ = nullptr;  ///< txs_.data()
+    std::uint32_t ntx_ = 0;
+
+    attributes attr_{};
+    mapping seg_;
+    segment_geometry geo_;
+    segment_header *hdr_;
+    sender_slot *slots_;
+    std::string name_;
+    std::uint64_t node_id_;
+    std::uint32_t pid_;
+    std::uint32_t ep_id_;
+    std::uint64_t cookie_;
+    wire_address my_addr_{};
+
+    std::vector<tx_conn> txs_;
+    std::vector<conn_info> conns_;
+    std::unordered_map<std::uint64_t, conn_id> conn_by_peer_;  ///< pid << 32 | ep_id
+    std::vector<proc> procs_;
+    std::vector<rx_slot> rx_;
+    std::vector<pollfd> pfds_;
+    std::vector<std::uint32_t> pfd_proc_;
+    std::uint32_t seen_reg_gen_ = 0;
+    std::uint32_t dead_slots_ = 0;
+    std::uint32_t unreported_ = 0;
+    std::uint64_t check_interval_us_;
+    std::uint64_t last_check_us_ = 0;
+    struct stats stats_ {};
+};
+
+shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
+                     const segment_geometry &geo, std::uint64_t cookie)
+    : cells_(seg_cells(seg.base(), geo.layout)),
+      bcopy_(seg_bcopy(seg.base(), geo.layout)),
+      mask_(geo.fifo_size - 1),
+      fifo_size_(geo.fifo_size),
+      bcopy_size_(geo.bcopy_size),
+      nslots_(geo.nslots),
+      batch_(static_cast<std::uint32_t>(cfg.rx_batch)),
+      seg_(std::move(seg)),
+      geo_(geo),
+      hdr_(seg_header(seg_.base())),
+      slots_(seg_slots(seg_.base(), geo.layout)),
+      name_(segment_name(p.pid, p.ep_id)),
+      node_id_(p.node_id),
+      pid_(p.pid),
+      ep_id_(p.ep_id),
+      cookie_(cookie),
+      rx_(geo.nslots),
+      check_interval_us_(cfg.peer_check_interval)
+{
+    attr_.max_short = max_inline;
+    attr_.max_bcopy = geo.bcopy_size;
+    attr_.max_hdr = max_hdr;
+    ops_.send_short = &send_short;
+    ops_.send_bcopy = &send_bcopy;
+    ops_.progress = &progress;
+    handlers_ = {&default_am, &default_peer_failed, nullptr};
+
+    // Our own address, until pack_address() gives us the endpoint's full one.
+    my_addr_.magic = wire_address_magic;
+    my_addr_.version = wire_address_version;
+    my_addr_.transports = 1U << static_cast<unsigned>(transport_kind::shm);
+    my_addr_.node_id = node_id_;
+    my_addr_.pid = pid_;
+    my_addr_.ep_id = ep_id_;
+    set_address_cookie(my_addr_, cookie_);
+    last_check_us_ = now_us();
+}
+
+shm_iface::~shm_iface()
+{
+    // Tell every receiver we send to that our slot is closed: it frees the slot
+    // once it has consumed our last cells. Release: our last publishes happen
+    // before the state change is seen.
+    for (conn_info &c : conns_) {
+        c.slot->state.store(slot_state(slot_kind::closed, pid_), std::memory_order_release);
+        c.hdr->ctl.reg_gen.fetch_add(1, std::memory_order_release);
+    }
+    // Senders that check find the closed flag and fail later sends.
+    hdr_->ctl.closed.store(1, std::memory_order_release);
+    for (proc &p : procs_) {
+        if (p.pidfd >= 0) {
+            close(p.pidfd);
+        }
+    }
+    conns_.clear();  // unmaps peers' segments
+    seg_.reset();
+    shm_unlink(name_.c_str());
+}
+
+// --------------------------------------------------------------- data path
+
+status shm_iface::send_short(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+                             std::size_t hdr_len, const void *payload, std::size_t len)
+{
+    auto *s = static_cast<shm_iface *>(tl);
+    const std::size_t total = hdr_len + len;
+    if (conn >= s->ntx_ || am_id >= max_am_id || total > max_inline) [[unlikely]] {
+        return s->bad_send(conn, am_id, hdr_len, total);
+    }
+    const tx_conn &t = s->tx_[conn];
+    if (t.dead) [[unlikely]] {
+        return status::unreachable;
+    }
+    std::uint32_t pos;
+    cell *c = fifo_reserve(t.v, pos);
+    if (c == nullptr) [[unlikely]] {
+        return s->send_full(conn);
+    }
+    if (hdr_len != 0) {
+        std::memcpy(c->data, hdr, hdr_len);
+    }
+    if (len != 0) {
+        std::memcpy(c->data + hdr_len, payload, len);
+    }
+    fifo_publish(c, pos, am_id, cell_kind::inline_data, t.v.slot,
+                 static_cast<std::uint32_t>(total));
+    return status::ok;
+}
+
+status shm_iface::send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+                             std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
+                             std::size_t offset, std::size_t len)
+{
+    auto *s = static_cast<shm_iface *>(tl);
+    const std::size_t total = hdr_len + len;
+    if (conn >= s->ntx_ || am_id >= max_am_id || hdr_len > max_hdr || total > s->attr_.max_bcopy)
+        [[unlikely]] {
+        return s->bad_send(conn, am_id, hdr_len, total);
+    }
+    const tx_conn &t = s->tx_[conn];
+    if (t.dead) [[unlikely]] {
+        return status::unreachable;
+    }
+    // Find the first payload byte, and check the iovec holds `len` bytes from
+    // there, before reserving: a reserved cell must be published.
+    std::size_t first = 0;
+    std::size_t skip = offset;
+    while (first < iovcnt && skip >= iov[first].iov_len) {
+        skip -= iov[first].iov_len;
+        ++first;
+    }
+    std::size_t avail = 0;
+    for (std::size_t k = first; k < iovcnt && avail < len + skip; ++k) {
+        avail += iov[k].iov_len;
+    }
+    if (avail < len + skip) [[unlikely]] {
+        return s->bad_send(conn, am_id, hdr_len, SIZE_MAX);
+    }
+    std::uint32_t pos;
+    cell *c = fifo_reserve(t.v, pos);
+    if (c == nullptr) [[unlikely]] {
+        return s->send_full(conn);
+    }
+    // The bounce slot of this cell: slot i belongs to cell i, so it is ours until
+    // the receiver frees the cell.
+    std::uint8_t *dst = t.v.bcopy + static_cast<std::size_t>(pos & t.v.mask) * t.v.bcopy_size;
+    if (hdr_len != 0) {
+        std::memcpy(dst, hdr, hdr_len);
+    }
+    dst += hdr_len;
+    std::size_t left = len;
+    for (std::size_t k = first; left != 0; ++k) {
+        const std::size_t n = std::min(left, iov[k].iov_len - skip);
+        std::memcpy(dst, static_cast<const std::uint8_t *>(iov[k].iov_base) + skip, n);
+        dst += n;
+        left -= n;
+        skip = 0;
+    }
+    fifo_publish(c, pos, am_id, cell_kind::bcopy, t.v.slot, static_cast<std::uint32_t>(total));
+    return status::ok;
+}
+
+unsigned shm_iface::progress(iface *tl)
+{
+    auto *s = static_cast<shm_iface *>(tl);
+    cell *c = cell_at(s->cells_, s->mask_, s->head_);
+    if (fifo_ready(c, s->head_)) {
+        return s->drain(c);
+    }
+    // Empty: the only shared-memory access was the load of the head cell's seq.
+    if (--s->idle_countdown_ == 0) [[unlikely]] {
+        return s->idle_tick();
+    }
+    return 0;
+}
+
+unsigned shm_iface::drain(cell *c)
+{
+    unsigned n = 0;
+    do {
+        const std::uint32_t pos = head_;
+        // Advance before the handler runs, so a handler that (against the rules)
+        // re-enters progress consumes the next cell, not this one again.
+        head_ = pos + 1;
+        deliver(c, pos);
+        fifo_release(c, pos, fifo_size_);
+        c = cell_at(cells_, mask_, head_);
+    } while (++n < batch_ && fifo_ready(c, head_));
+    return n;
+}
+
+void shm_iface::deliver(cell *c, std::uint32_t pos)
+{
+    // Each field read once (atomics); ordered after the acquire of seq.
+    const unsigned am = c->am_id.load(std::memory_order_relaxed);
+    const unsigned kind = c->kind.load(std::memory_order_relaxed);
+    const unsigned src = c->src.load(std::memory_order_relaxed);
+    const std::uint32_t len = c->length.load(std::memory_order_relaxed);
+    const void *data;
+    if (kind == static_cast<unsigned>(cell_kind::inline_data) && len <= max_inline) [[likely]] {
+        data = c->data;
+    } else if (kind == static_cast<unsigned>(cell_kind::bcopy) && len <= bcopy_size_) {
+        data = bcopy_ + static_cast<std::size_t>(pos & mask_) * bcopy_size_;
+    } else {
+        drop_cell(pos, am, kind, src, len);
+        return;
+    }
+    if (am >= max_am_id || src >= nslots_) [[unlikely]] {
+        drop_cell(pos, am, kind, src, len);
+        return;
+    }
+    handlers_.am(handlers_.arg, src, am, data, len);
+}
+
+// --------------------------------------------------------------- cold paths
+
+void shm_iface::drop_cell(std::uint32_t pos, unsigned am, unsigned kind, unsigned src,
+                          std::uint32_t len)
+{
+    const std::uint64_t n = ++stats_.dropped_cells;
+    if (n <= drop_warn_first || n % drop_warn_every == 0) {
+        WEFT_LOG(shm, warn,
+                 "%s: dropped malformed cell at position %" PRIu32
+                 " (am_id %u, kind %u, slot %u, length %" PRIu32 "; %" PRIu64 " dropped so far)",
+                 name_.c_str(), pos, am, kind, src, len, n);
+    }
+}
+
+status shm_iface::bad_send(conn_id conn, unsigned am_id, std::size_t hdr_len,
+                           std::size_t total) const
+{
+    WEFT_LOG(shm, error,
+             "%s: invalid send (conn %" PRIu32 " of %" PRIu32
+             ", am_id %u, hdr %zu, total %zu, or short iovec)",
+             name_.c_str(), conn, ntx_, am_id, hdr_len, total);
+    return status::invalid;
+}
+
+status shm_iface::send_full(conn_id conn)
+{
+    ++stats_.tx_full;
+    // A full FIFO may mean a dead receiver: run the (rate-limited) peer check from
+    // here too, since a sender that only sends may never have an idle progress.
+    if (--idle_countdown_ == 0) {
+        idle_countdown_ = idle_polls_per_tick;
+        const std::uint64_t now = now_us();
+        if (now - last_check_us_ >= check_interval_us_) {
+            check_peers(now);
+        }
+    }
+    if (unreported_ != 0) {
+        idle_countdown_ = 1;  // report from the next empty progress, not from inside a send
+    }
+    return tx_[conn].dead ? status::unreachable : status::again;
+}
+
+unsigned shm_iface::idle_tick()
+{
+    idle_countdown_ = idle_polls_per_tick;
+    const std::uint64_t now = now_us();
+    if (now - last_check_us_ >= check_interval_us_) {
+        check_peers(now);
+    }
+    return report_failures();
+}
+
+void shm_iface::check_peers(std::uint64_t now)
+{
+    last_check_us_ = now;
+    ++stats_.peer_checks;
+    scan_slots(stats_.peer_checks % full_rescan_every == 0);
+    poll_procs();
+
+    for (std::size_t i = 0; i < txs_.size(); ++i) {
+        if (txs_[i].dead) {
+            continue;
+        }
+        const conn_info &c = conns_[i];
+        // Relaxed: a flag; nothing is read on the strength of it.
+        if (procs_[c.proc].dead || c.hdr->ctl.closed.load(std::memory_order_relaxed) != 0) {
+            txs_[i].dead = 1;
+            ++unreported_;
+        }
+    }
+    for (std::uint32_t s = 0; s < nslots_; ++s) {
+        rx_slot &r = rx_[s];
+        if (r.state == rx_state::live && procs_[r.proc].dead) {
+            r.state = rx_state::dead;
+            // Acquire: every cell it reserved is below the tail we read.
+            r.release_after = hdr_->tail.load(std::memory_order_acquire);
+            ++dead_slots_;
+            ++unreported_;
+        }
+    }
+    release_slots();
+    if (dead_slots_ != 0) {
+        skip_dead_reservations();
+    }
+}
+
+void shm_iface::scan_slots(bool force)
+{
+    // Acquire: pairs with the sender's release increment after its slot CAS, so
+    // the new slot states are visible below.
+    const std::uint32_t gen = hdr_->ctl.reg_gen.load(std::memory_order_acquire);
+    if (gen == seen_reg_gen_ && !force) {
+        return;
+    }
+    seen_reg_gen_ = gen;
+    for (std::uint32_t s = 0; s < nslots_; ++s) {
+        const std::uint64_t st = slots_[s].state.load(std::memory_order_acquire);
+        const slot_kind k = slot_state_kind(st);
+        rx_slot &r = rx_[s];
+        if (r.state == rx_state::none && k == slot_kind::active) {
+            r.pid = slot_state_pid(st);
+            r.proc = find_or_add_proc(r.pid);
+            r.state = rx_state::live;
+            r.reported = false;
+        } else if ((r.state == rx_state::none || r.state == rx_state::live) &&
+                   k == slot_kind::closed) {
+            // Closed cleanly: no failure to report. Its cells are all published
+            // (a send publishes before returning), so they are below the tail.
+            r.state = rx_state::closing;
+            r.reported = true;
+            r.release_after = hdr_->tail.load(std::memory_order_acquire);
+        }
+    }
+}
+
+std::uint32_t shm_iface::find_or_add_proc(std::uint32_t pid)
+{
+    for (std::uint32_t i = 0; i < procs_.size(); ++i) {
+        // A dead record with the same pid is an earlier process (pid reuse).
+        if (procs_[i].pid == pid && !procs_[i].dead) {
+            return i;
+        }
+    }
+    proc p{pid, -1, pid == pid_, false};
+    if (!p.self) {
+        p.pidfd = pidfd_open_pid(pid);
+        if (p.pidfd < 0) {
+            if (errno == ESRCH) {
+                p.dead = true;
+            } else if (errno != ENOSYS) {
+                WEFT_LOG(shm, debug, "pidfd_open(%" PRIu32 ") failed: %s; using kill(pid, 0)", pid,
+                         std::strerror(errno));
+            }
+        }
+    }
+    procs_.push_back(p);
+    return static_cast<std::uint32_t>(procs_.size() - 1);
+}
+
+void shm_iface::poll_procs()
+{
+    pfds_.clear();
+    pfd_proc_.clear();
+    for (std::uint32_t i = 0; i < procs_.size(); ++i) {
+        proc &p = procs_[i];
+        if (p.dead || p.self) {
+            continue;
+        }
+        if (p.pidfd >= 0) {
+            pfds_.push_back({p.pidfd, POLLIN, 0});
+            pfd_proc_.push_back(i);
+        } else if (kill(static_cast<pid_t>(p.pid), 0) == -1 && errno == ESRCH) {
+            p.dead = true;
+        }
+    }
+    if (pfds_.empty()) {
+        return;
+    }
+    // Timeout 0: never blocks. A pidfd is readable once its process has exited.
+    if (poll(pfds_.data(), pfds_.size(), 0) <= 0) {
+        return;
+    }
+    for (std::size_t k = 0; k < pfds_.size(); ++k) {
+        if (pfds_[k].revents != 0) {
+            proc &p = procs_[pfd_proc_[k]];
+            p.dead = true;
+            close(p.pidfd);
+            p.pidfd = -1;
+            WEFT_LOG(shm, debug, "%s: peer process %" PRIu32 " exited", name_.c_str(), p.pid);
+        }
+    }
+}
+
+void shm_iface::release_slots()
+{
+    for (std::uint32_t s = 0; s < nslots_; ++s) {
+        rx_slot &r = rx_[s];
+        if ((r.state != rx_state::dead && r.state != rx_state::closing) || !r.reported) {
+            continue;
+        }
+        // All cells reserved before it died/closed are consumed (or skipped).
+        if (static_cast<std::int32_t>(head_ - r.release_after) < 0) {
+            continue;
+        }
+        if (r.state == rx_state::dead) {
+            --dead_slots_;
+        }
+        r = rx_slot{};
+        slots_[s].resv.store(0, std::memory_order_relaxed);
+        // Release: the reset resv is visible to the next claimer (CAS acquire).
+        slots_[s].state.store(0, std::memory_order_release);
+        ++stats_.slots_released;
+    }
+}
+
+void shm_iface::skip_dead_reservations()
+{
+    // The cell at the head is reserved (tail != head) but not published. Its owner
+    // announced the position in its slot's resv before the tail CAS that reserved
+    // it, so the owner is among the slots whose resv == head. If all of those are
+    // dead, the owner is dead and the cell will never be published: free it.
+    // docs/shm.md "Dead senders" has the ordering argument.
+    for (;;) {
+        cell *c = cell_at(cells_, mask_, head_);
+        if (fifo_ready(c, head_)) {
+            return;  // published: progress delivers it
+        }
+        // Acquire: synchronizes with the reserving CAS (and the release sequence of
+        // later CASes), so the owner's resv store is visible below.
+        if (hdr_->tail.load(std::memory_order_acquire) == head_) {
+            return;  // empty
+        }
+        bool dead_candidate = false;
+        bool live_candidate = false;
+        for (std::uint32_t s = 0; s < nslots_ && !live_candidate; ++s) {
+            // Acquire: a value newer than head means that sender moved on after
+            // publishing whatever it had reserved, and the re-check below sees it.
+            if (slots_[s].resv.load(std::memory_order_acquire) != (resv_valid | head_)) {
+                continue;
+            }
+            switch (rx_[s].state) {
+                case rx_state::dead:
+                    dead_candidate = true;
+                    break;
+                case rx_state::closing:
+                    break;  // closed cleanly: it published everything it reserved
+                default:
+                    live_candidate = true;  // live, or registered after our last scan
+                    break;
+            }
+        }
+        if (!dead_candidate || live_candidate) {
+            return;
+        }
+        if (fifo_ready(c, head_)) {
+            return;  // published after all (its owner moved its resv on)
+        }
+        WEFT_LOG(shm, warn, "%s: skipping FIFO position %" PRIu32 " reserved by a dead sender",
+                 name_.c_str(), head_);
+        fifo_release(c, head_, fifo_size_);
+        ++head_;
+        ++stats_.dead_reservations;
+    }
+}
+
+unsigned shm_iface::report_failures()
+{
+    if (unreported_ == 0) {
+        return 0;
+    }
+    unreported_ = 0;
+    unsigned n = 0;
+    // Index loops: a handler may connect() (growing txs_/conns_).
+    for (std::size_t i = 0; i < txs_.size(); ++i) {
+        if (!txs_[i].dead || conns_[i].reported) {
+            continue;
+        }
+        conns_[i].reported = true;
+        // The same peer endpoint may also send to us: report both sides at once.
+        src_id src = invalid_id;
+        for (std::uint32_t s = 0; s < nslots_; ++s) {
+            const rx_slot &r = rx_[s];
+            if (r.state == rx_state::dead && !r.reported && r.proc == conns_[i].proc &&
+                slots_[s].addr.ep_id == conns_[i].peer.ep_id) {
+                src = s;
+                rx_[s].reported = true;
+                break;
+            }
+        }
+        WEFT_LOG(shm, debug, "%s: peer %" PRIu32 ":%" PRIu32 " unreachable (conn %zu, src %d)",
+                 name_.c_str(), conns_[i].peer.pid, conns_[i].peer.ep_id, i,
+                 src == invalid_id ? -1 : static_cast<int>(src));
+        handlers_.peer_failed(handlers_.arg, static_cast<conn_id>(i), src, status::unreachable);
+        ++n;
+    }
+    for (std::uint32_t s = 0; s < nslots_; ++s) {
+        if (rx_[s].state == rx_state::dead && !rx_[s].reported) {
+            rx_[s].reported = true;
+            WEFT_LOG(shm, debug, "%s: sender in slot %" PRIu32 " (pid %" PRIu32 ") died",
+                     name_.c_str(), s, rx_[s].pid);
+            handlers_.peer_failed(handlers_.arg, invalid_id, s, status::unreachable);
+            ++n;
+        }
+    }
+    return n;
+}
+
+// --------------------------------------------------------------- control path
+
+status shm_iface::pack_address(wire_address &addr)
+{
+    addr.transports |= static_cast<std::uint16_t>(1U << static_cast<unsigned>(transport_kind::shm));
+    set_address_cookie(addr, cookie_);
+    my_addr_ = addr;
+    return status::ok;
+}
+
+bool shm_iface::reachable(const wire_address &peer) const noexcept
+{
+    return peer.magic == wire_address_magic && peer.version == wire_address_version &&
+           (peer.transports & (1U << static_cast<unsigned>(transport_kind::shm))) != 0 &&
+           peer.node_id == node_id_;
+}
+
+status shm_iface::connect(const wire_address &peer, conn_id &out)
+{
+    if (!reachable(peer)) {
+        return status::unreachable;
+    }
+    const std::uint64_t key = (std::uint64_t{peer.pid} << 32) | peer.ep_id;
+    const std::uint64_t cookie = address_cookie(peer);
+    if (auto it = conn_by_peer_.find(key); it != conn_by_peer_.end()) {
+        const conn_id id = it->second;
+        if (address_cookie(conns_[id].peer) == cookie) {
+            out = id;
+            return txs_[id].dead ? status::unreachable : status::ok;
+        }
+        // Same pid and ep_id, other cookie: a new process reused the pid.
+    }
+
+    const bool to_self = peer.pid == pid_ && peer.ep_id == ep_id_;
+    if (to_self && cookie != cookie_) {
+        return status::unreachable;  // an address of an earlier incarnation of our pid
+    }
+    const std::uint32_t pi = find_or_add_proc(peer.pid);
+    if (procs_[pi].dead) {
+        return status::unreachable;
+    }
+
+    mapping m;
+    segment_geometry geo{};
+    segment_header *h = hdr_;
+    if (to_self) {
+        geo = geo_;  // sending to ourselves goes through our own FIFO
+    } else {
+        const status s = map_segment(peer, m, geo);
+        if (s != status::ok) {
+            return s == status::no_entry || s == status::bad_message ? status::unreachable : s;
+        }
+        h = seg_header(m.base());
+    }
+    if (geo.bcopy_size < bcopy_size_) {
+        WEFT_LOG(shm, error,
+                 "%s: peer %" PRIu32 ":%" PRIu32 " has WEFT_SHM_BCOPY_SIZE %" PRIu32
+                 " < ours (%" PRIu32 "); use the same value in every process",
+                 name_.c_str(), peer.pid, peer.ep_id, geo.bcopy_size, bcopy_size_);
+        return status::not_supported;
+    }
+    void *base = to_self ? seg_.base() : m.base();
+    sender_slot *slots = seg_slots(base, geo.layout);
+
+    // Claim a free slot. acq_rel: acquire sees the owner's reset of a released
+    // slot; release is not needed for the claim itself (reg_gen publishes it).
+    sender_slot *mine = nullptr;
+    std::uint32_t slot = 0;
+    for (; slot < geo.nslots; ++slot) {
+        std::uint64_t expected = 0;
+        if (slots[slot].state.compare_exchange_strong(expected, slot_state(slot_kind::active, pid_),
+                                                      std::memory_order_acq_rel,
+                                                      std::memory_order_relaxed)) {
+            mine = &slots[slot];
+            break;
+        }
+    }
+    if (mine == nullptr) {
+        WEFT_LOG(shm, error,
+                 "%s: no free sender slot in the segment of %" PRIu32 ":%" PRIu32 " (%" PRIu32
+                 " slots; raise WEFT_SHM_MAX_SENDERS)",
+                 name_.c_str(), peer.pid, peer.ep_id, geo.nslots);
+        return status::no_memory;
+    }
+    mine->resv.store(0, std::memory_order_relaxed);
+    std::memcpy(&mine->addr, &my_addr_, sizeof(my_addr_));
+    // Release: the receiver acquires reg_gen, then reads our slot state and pid.
+    // The address is ordered for it by our first publish (release).
+    h->ctl.reg_gen.fetch_add(1, std::memory_order_release);
+
+    tx_conn t{};
+    t.v.cells = seg_cells(base, geo.layout);
+    t.v.tail = &h->tail;
+    t.v.resv = &mine->resv;
+    t.v.bcopy = seg_bcopy(base, geo.layout);
+    t.v.mask = geo.fifo_size - 1;
+    t.v.bcopy_size = geo.bcopy_size;
+    t.v.slot = static_cast<std::uint16_t>(slot);
+    t.dead = 0;
+
+    const auto id = static_cast<conn_id>(txs_.size());
+    txs_.push_back(t);
+    conns_.push_back(conn_info{peer, std::move(m), h, mine, pi, false});
+    conn_by_peer_[key] = id;
+    sync_tx();
+    out = id;
+    return status::ok;
+}
+
+status shm_iface::remote_address(src_id src, wire_address &out) const
+{
+    if (src >= nslots_) {
+        return status::no_entry;
+    }
+    const std::uint64_t st = slots_[src].state.load(std::memory_order_acquire);
+    if (slot_state_kind(st) != slot_kind::active && slot_state_kind(st) != slot_kind::closed) {
+        return status::no_entry;
+    }
+    std::memcpy(&out, &slots_[src].addr, sizeof(out));
+    // Written by the peer: check it before anyone uses it.
+    if (out.magic != wire_address_magic || out.version != wire_address_version ||
+        out.pid != slot_state_pid(st) || out.node_id != node_id_) {
+        return status::no_entry;
+    }
+    return status::ok;
+}
+
+}  // namespace
+
+// --------------------------------------------------------------- factory
+
+const base::config_table &config_table()
+{
+    return shm_config_table;
+}
+
+base::result<std::unique_ptr<iface>> open(const open_params &p, const config &cfg)
+{
+    if (!is_power_of_two(cfg.fifo_size) || cfg.fifo_size < min_fifo_size ||
+        cfg.fifo_size > max_fifo_size) {
+        WEFT_LOG(shm, error,
+                 "WEFT_SHM_FIFO_SIZE=%zu: must be a power of two in [%" PRIu32 ", %" PRIu32 "]",
+                 cfg.fifo_size, min_fifo_size, max_fifo_size);
+        return status::invalid;
+    }
+    if (cfg.bcopy_size < min_bcopy_size || cfg.bcopy_size > max_bcopy_size ||
+        cfg.bcopy_size % 64 != 0) {
+        WEFT_LOG(shm, error,
+                 "WEFT_SHM_BCOPY_SIZE=%zu: must be a multiple of 64 in [%" PRIu32 ", %" PRIu32 "]",
+                 cfg.bcopy_size, min_bcopy_size, max_bcopy_size);
+        return status::invalid;
+    }
+    if (cfg.max_senders == 0 || cfg.max_senders > max_nslots) {
+        WEFT_LOG(shm, error, "WEFT_SHM_MAX_SENDERS=%" PRIu64 ": must be in [1, %" PRIu32 "]",
+                 static_cast<std::uint64_t>(cfg.max_senders), max_nslots);
+        return status::invalid;
+    }
+    if (cfg.rx_batch == 0 || cfg.rx_batch > 1024) {
+        WEFT_LOG(shm, error, "WEFT_SHM_RX_BATCH=%" PRIu64 ": must be in [1, 1024]",
+                 static_cast<std::uint64_t>(cfg.rx_batch));
+        return status::invalid;
+    }
+    if (cfg.cleanup_stale) {
+        cleanup_stale_segments(p.pid);
+    }
+    segment_params sp{};
+    sp.node_id = p.node_id;
+    sp.pid = p.pid;
+    sp.ep_id = p.ep_id;
+    sp.cookie = random_cookie(p.pid, p.ep_id);
+    sp.fifo_size = static_cast<std::uint32_t>(cfg.fifo_size);
+    sp.bcopy_size = static_cast<std::uint32_t>(cfg.bcopy_size);
+    sp.nslots = static_cast<std::uint32_t>(cfg.max_senders);
+    mapping seg;
+    segment_geometry geo{};
+    const status s = create_segment(sp, seg, geo);
+    if (s != status::ok) {
+        return s;
+    }
+    return std::unique_ptr<iface>(
+        std::make_unique<shm_iface>(p, cfg, std::move(seg), geo, sp.cookie));
+}
+
+const stats *get_stats(const iface &tl) noexcept
+{
+    const auto *s = dynamic_cast<const shm_iface *>(&tl);
+    return s == nullptr ? nullptr : &s->counters();
+}
+
+}  // namespace weft::transport::shm

@@ -1,0 +1,46 @@
+#pragma once
+// The shared-memory transport: one receive segment per endpoint holding a lock-free
+// multi-producer single-consumer FIFO of cache-line cells; peers on the same node
+// map it and send into it. Design, wire format and measurements: docs/shm.md.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "base/config.hpp"
+#include "base/status.hpp"
+#include "transport/iface.hpp"
+
+namespace weft::transport::shm {
+
+/// The parsed "SHM" configuration table (variables WEFT_SHM_*).
+struct config {
+    std::size_t fifo_size;              ///< FIFO_SIZE: cells in the receive FIFO (power of two)
+    std::size_t bcopy_size;             ///< BCOPY_SIZE: bytes of a bcopy slot (= max_bcopy)
+    std::uint64_t peer_check_interval;  ///< PEER_CHECK_INTERVAL: us between peer liveness checks
+    std::uint64_t max_senders;          ///< MAX_SENDERS: sender slots in the receive segment
+    std::uint64_t rx_batch;             ///< RX_BATCH: most messages handled per progress call
+    bool cleanup_stale;  ///< CLEANUP_STALE: unlink segments of dead processes on open
+};
+
+/// The "SHM" table; registered by the core, loaded with base::config_load().
+[[nodiscard]] const base::config_table &config_table();
+
+/// Open the transport for one endpoint: creates its receive segment
+/// (/dev/shm/weft-shm-<pid>-<ep_id>), after removing stale segments of dead
+/// processes when cfg.cleanup_stale is set. The data-path table is ready on return.
+[[nodiscard]] base::result<std::unique_ptr<iface>> open(const open_params &p, const config &cfg);
+
+/// Counters of rare events (tests, diagnostics). Never counted per message.
+struct stats {
+    std::uint64_t dropped_cells;      ///< malformed cells dropped (bad am id, length, slot, kind)
+    std::uint64_t dead_reservations;  ///< cells reserved by a dead sender and skipped
+    std::uint64_t peer_checks;        ///< liveness checks run
+    std::uint64_t tx_full;            ///< sends that found the peer's FIFO full
+    std::uint64_t slots_released;     ///< sender slots of dead/closed senders freed again
+};
+
+/// The counters of an shm transport instance; nullptr if `tl` is not one.
+[[nodiscard]] const stats *get_stats(const iface &tl) noexcept;
+
+}  // namespace weft::transport::shm
