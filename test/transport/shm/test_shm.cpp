@@ -1,0 +1,988 @@
+// Unit tests of the shared-memory transport at the transport level (iface, ops
+// table), without the core: short and bcopy messages with data checks, FIFO full,
+// many senders in forked processes, corrupted cells, dead peers, dead
+// reservations, stale segment cleanup, close, configuration and header checks.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <memory>
+#include <signal.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/config.hpp"
+#include "test/log_expect.hpp"
+#include "transport/shm/fifo_inl.hpp"
+#include "transport/shm/segment.hpp"
+#include "transport/shm/shm.hpp"
+
+namespace {
+
+namespace shm = weft::transport::shm;
+using weft::base::status;
+using weft::transport::conn_id;
+using weft::transport::iface;
+using weft::transport::invalid_id;
+using weft::transport::src_id;
+using weft::transport::wire_address;
+
+constexpr std::uint64_t test_node = 0x5eed5eed12345678ULL;
+
+/// The configuration from the table's defaults (and WEFT_SHM_* if set), with a
+/// short peer-check interval so failure tests finish quickly.
+shm::config test_config()
+{
+    shm::config c{};
+    EXPECT_EQ(weft::base::config_load(shm::config_table(), &c), status::ok);
+    c.peer_check_interval = 1000;
+    return c;
+}
+
+struct received {
+    src_id src;
+    unsigned am_id;
+    std::vector<std::uint8_t> bytes;
+};
+
+struct failure {
+    conn_id conn;
+    src_id src;
+    status why;
+};
+
+/// One transport instance with recording handlers.
+struct endpoint {
+    std::unique_ptr<iface> tl;
+    wire_address addr{};
+    std::vector<received> rx;
+    std::vector<failure> failed;
+
+    static void on_am(void *arg, src_id src, unsigned am_id, const void *data, std::size_t len)
+    {
+        auto *e = static_cast<endpoint *>(arg);
+        const auto *p = static_cast<const std::uint8_t *>(data);
+        e->rx.push_back({src, am_id, std::vector<std::uint8_t>(p, p + len)});
+    }
+    static void on_failed(void *arg, conn_id conn, src_id src, status why)
+    {
+        static_cast<endpoint *>(arg)->failed.push_back({conn, src, why});
+    }
+
+    unsigned progress() { return weft::transport::progress(tl.get()); }
+};
+
+/// Open an endpoint of this process. Returns nullptr (after a test failure) on error.
+std::unique_ptr<endpoint> open_ep(std::uint32_t ep_id, const shm::config &cfg)
+{
+    auto e = std::make_unique<endpoint>();
+    const weft::transport::open_params p{test_node, static_cast<std::uint32_t>(getpid()), ep_id};
+    auto r = shm::open(p, cfg);
+    if (!r.ok()) {
+        ADD_FAILURE() << "shm::open: " << weft::base::status_string(r.error());
+        return nullptr;
+    }
+    e->tl = std::move(r.value());
+    e->addr.magic = weft::transport::wire_address_magic;
+    e->addr.version = weft::transport::wire_address_version;
+    e->addr.node_id = test_node;
+    e->addr.pid = p.pid;
+    e->addr.ep_id = ep_id;
+    if (e->tl->pack_address(e->addr) != status::ok) {
+        ADD_FAILURE() << "pack_address failed";
+        return nullptr;
+    }
+    e->tl->set_handlers({&endpoint::on_am, &endpoint::on_failed, e.get()});
+    return e;
+}
+
+/// Deterministic payload byte i of message `n` from sender `s`.
+std::uint8_t pattern(std::uint64_t s, std::uint64_t n, std::size_t i)
+{
+    return static_cast<std::uint8_t>((s * 131 + n * 31 + i * 7 + (i >> 8)) & 0xff);
+}
+
+/// Progress `eps` until `done` or the deadline; true if done.
+bool progress_until(const std::vector<endpoint *> &eps, const std::function<bool()> &done,
+                    int timeout_ms = 10000)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        for (endpoint *e : eps) {
+            e->progress();
+        }
+    }
+    return true;
+}
+
+std::string dev_shm_path(std::uint32_t pid, std::uint32_t ep)
+{
+    return "/dev/shm" + shm::segment_name(pid, ep);
+}
+
+bool file_exists(const std::string &path)
+{
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0;
+}
+
+status send_short(endpoint &e, conn_id c, unsigned am, const void *hdr, std::size_t hl,
+                  const void *pl, std::size_t len)
+{
+    return weft::transport::send_short(e.tl.get(), c, am, hdr, hl, pl, len);
+}
+
+// ------------------------------------------------------------------ basic messages
+
+TEST(shm, attributes_and_address)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->tl->kind(), weft::transport::transport_kind::shm);
+    EXPECT_EQ(a->tl->attr().max_short, shm::cell_size - 12);
+    EXPECT_EQ(a->tl->attr().max_bcopy, cfg.bcopy_size);
+    EXPECT_EQ(a->tl->attr().max_hdr, 32U);
+    EXPECT_NE(a->addr.transports & (1U << unsigned(weft::transport::transport_kind::shm)), 0U);
+    EXPECT_NE(shm::address_cookie(a->addr), 0U);
+    EXPECT_TRUE(file_exists(dev_shm_path(a->addr.pid, 1)));
+    EXPECT_TRUE(a->tl->reachable(a->addr));
+    wire_address other = a->addr;
+    other.node_id ^= 1;
+    EXPECT_FALSE(a->tl->reachable(other));
+    other = a->addr;
+    other.transports = 0;
+    EXPECT_FALSE(a->tl->reachable(other));
+    ASSERT_NE(shm::get_stats(*a->tl), nullptr);
+}
+
+TEST(shm, short_messages_every_size_in_order)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    conn_id again = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, again), status::ok);
+    EXPECT_EQ(again, c);
+
+    const std::size_t max = a->tl->attr().max_short;
+    std::vector<std::size_t> expect_len;
+    for (std::size_t total = 0; total <= max; ++total) {
+        const std::size_t hl = std::min<std::size_t>(total, 8);
+        std::uint8_t buf[128];
+        for (std::size_t i = 0; i < total; ++i) {
+            buf[i] = pattern(1, total, i);
+        }
+        status s;
+        while ((s = send_short(*a, c, total % weft::transport::max_am_id, buf, hl, buf + hl,
+                               total - hl)) == status::again) {
+            b->progress();
+        }
+        ASSERT_EQ(s, status::ok) << "total " << total;
+        expect_len.push_back(total);
+    }
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == expect_len.size(); }));
+    for (std::size_t n = 0; n < b->rx.size(); ++n) {
+        const received &r = b->rx[n];
+        ASSERT_EQ(r.bytes.size(), expect_len[n]);
+        EXPECT_EQ(r.am_id, n % weft::transport::max_am_id);
+        for (std::size_t i = 0; i < r.bytes.size(); ++i) {
+            ASSERT_EQ(r.bytes[i], pattern(1, n, i)) << "message " << n << " byte " << i;
+        }
+    }
+    // The receiver resolves the sender's slot to its address.
+    wire_address from{};
+    ASSERT_EQ(b->tl->remote_address(b->rx[0].src, from), status::ok);
+    EXPECT_EQ(std::memcmp(&from, &a->addr, sizeof(from)), 0);
+    EXPECT_EQ(b->tl->remote_address(b->rx[0].src + 1, from), status::no_entry);
+    EXPECT_EQ(b->tl->remote_address(100000, from), status::no_entry);
+    EXPECT_TRUE(a->rx.empty());
+    EXPECT_EQ(shm::get_stats(*b->tl)->dropped_cells, 0U);
+}
+
+TEST(shm, bcopy_messages_with_iovec_and_offset)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    const std::size_t max = a->tl->attr().max_bcopy;
+
+    // Source: three pieces; each message takes `len` bytes starting at `off`.
+    std::vector<std::uint8_t> src(2 * max + 100);
+    for (std::size_t i = 0; i < src.size(); ++i) {
+        src[i] = pattern(7, 0, i);
+    }
+    const std::size_t cut1 = 13;
+    const std::size_t cut2 = max + 5;
+    const struct iovec iov[3] = {{src.data(), cut1},
+                                 {src.data() + cut1, cut2 - cut1},
+                                 {src.data() + cut2, src.size() - cut2}};
+    struct msg {
+        std::size_t hl, off, len;
+    };
+    std::vector<msg> sent;
+    const std::uint8_t hdr[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+                                  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+    const std::size_t lens[] = {0, 1, 12, 13, 14, 63, 64, 65, 1000, max - 32, max - 8, max - 1};
+    const std::size_t offs[] = {0, 5, 13, cut2 - 3, cut2};
+    for (const std::size_t len : lens) {
+        for (const std::size_t off : offs) {
+            const std::size_t hl = (len + off) % 33;
+            if (hl + len > max) {
+                continue;
+            }
+            status s;
+            while ((s = weft::transport::send_bcopy(a->tl.get(), c, 3, hdr, hl, iov, 3, off,
+                                                    len)) == status::again) {
+                b->progress();
+            }
+            ASSERT_EQ(s, status::ok) << "len " << len << " off " << off;
+            sent.push_back({hl, off, len});
+        }
+    }
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == sent.size(); }));
+    for (std::size_t n = 0; n < sent.size(); ++n) {
+        const received &r = b->rx[n];
+        ASSERT_EQ(r.am_id, 3U);
+        ASSERT_EQ(r.bytes.size(), sent[n].hl + sent[n].len) << "message " << n;
+        ASSERT_EQ(std::memcmp(r.bytes.data(), hdr, sent[n].hl), 0) << "message " << n;
+        ASSERT_EQ(std::memcmp(r.bytes.data() + sent[n].hl, src.data() + sent[n].off, sent[n].len),
+                  0)
+            << "message " << n << " len " << sent[n].len << " off " << sent[n].off;
+    }
+}
+
+TEST(shm, send_to_self)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    ASSERT_TRUE(a);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(a->addr, c), status::ok);
+    const char text[] = "to myself";
+    ASSERT_EQ(send_short(*a, c, 5, text, 3, text + 3, sizeof(text) - 3), status::ok);
+    std::vector<std::uint8_t> big(a->tl->attr().max_bcopy - 4, 0x5a);
+    const struct iovec iov {
+        big.data(), big.size()
+    };
+    ASSERT_EQ(weft::transport::send_bcopy(a->tl.get(), c, 6, "hdr!", 4, &iov, 1, 0, big.size()),
+              status::ok);
+    ASSERT_TRUE(progress_until({a.get()}, [&] { return a->rx.size() == 2; }));
+    EXPECT_EQ(a->rx[0].am_id, 5U);
+    EXPECT_EQ(std::string(a->rx[0].bytes.begin(), a->rx[0].bytes.end()),
+              std::string(text, sizeof(text)));
+    EXPECT_EQ(a->rx[1].am_id, 6U);
+    ASSERT_EQ(a->rx[1].bytes.size(), big.size() + 4);
+    EXPECT_EQ(std::memcmp(a->rx[1].bytes.data(), "hdr!", 4), 0);
+    EXPECT_EQ(a->rx[1].bytes.back(), 0x5a);
+    wire_address from{};
+    ASSERT_EQ(a->tl->remote_address(a->rx[0].src, from), status::ok);
+    EXPECT_EQ(from.ep_id, 1U);
+}
+
+TEST(shm, fifo_full_returns_again_until_receiver_progresses)
+{
+    shm::config cfg = test_config();
+    cfg.fifo_size = 8;
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    std::uint32_t n = 0;
+    for (; n < 8; ++n) {
+        ASSERT_EQ(send_short(*a, c, 1, &n, sizeof(n), nullptr, 0), status::ok);
+    }
+    EXPECT_EQ(send_short(*a, c, 1, &n, sizeof(n), nullptr, 0), status::again);
+    const struct iovec iov {
+        &n, sizeof(n)
+    };
+    EXPECT_EQ(weft::transport::send_bcopy(a->tl.get(), c, 1, nullptr, 0, &iov, 1, 0, sizeof(n)),
+              status::again);
+    EXPECT_GE(shm::get_stats(*a->tl)->tx_full, 2U);
+    // The receiver takes at most RX_BATCH per call; one call frees space.
+    EXPECT_EQ(b->progress(), std::min<unsigned>(8, static_cast<unsigned>(cfg.rx_batch)));
+    ASSERT_EQ(send_short(*a, c, 1, &n, sizeof(n), nullptr, 0), status::ok);
+    ++n;
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == n; }));
+    for (std::uint32_t k = 0; k < n; ++k) {
+        std::uint32_t v;
+        ASSERT_EQ(b->rx[k].bytes.size(), sizeof(v));
+        std::memcpy(&v, b->rx[k].bytes.data(), sizeof(v));
+        EXPECT_EQ(v, k);
+    }
+    EXPECT_EQ(b->progress(), 0U);
+}
+
+TEST(shm, batch_limits_one_progress_call)
+{
+    shm::config cfg = test_config();
+    cfg.rx_batch = 3;
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    for (int i = 0; i < 7; ++i) {
+        ASSERT_EQ(send_short(*a, c, 0, &i, sizeof(i), nullptr, 0), status::ok);
+    }
+    EXPECT_EQ(b->progress(), 3U);
+    EXPECT_EQ(b->progress(), 3U);
+    EXPECT_EQ(b->progress(), 1U);
+    EXPECT_EQ(b->progress(), 0U);
+}
+
+TEST(shm, invalid_sends_are_rejected)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    std::uint8_t buf[256] = {};
+    const struct iovec iov {
+        buf, sizeof(buf)
+    };
+    {
+        weft::test::expect_log_errors expect(5);
+        EXPECT_EQ(send_short(*a, c, weft::transport::max_am_id, buf, 1, nullptr, 0),
+                  status::invalid);
+        EXPECT_EQ(send_short(*a, c, 0, buf, 8, buf, a->tl->attr().max_short - 7), status::invalid);
+        EXPECT_EQ(send_short(*a, c + 1, 0, buf, 1, nullptr, 0), status::invalid);
+        EXPECT_EQ(weft::transport::send_bcopy(a->tl.get(), c, 0, buf, 33, &iov, 1, 0, 1),
+                  status::invalid);
+        // The iovec holds fewer bytes than asked for.
+        EXPECT_EQ(
+            weft::transport::send_bcopy(a->tl.get(), c, 0, buf, 4, &iov, 1, 10, sizeof(buf) - 9),
+            status::invalid);
+    }
+    EXPECT_EQ(b->progress(), 0U);
+}
+
+// ------------------------------------------------------------------ many processes
+
+/// Child side of the many-senders test: open, connect, send `count` messages
+/// (alternating short and bcopy) carrying (sender, sequence), exit.
+[[noreturn]] void sender_child(const wire_address &to, std::uint32_t index, std::uint32_t count)
+{
+    shm::config cfg{};
+    if (weft::base::config_load(shm::config_table(), &cfg) != status::ok) {
+        _exit(2);
+    }
+    const weft::transport::open_params p{test_node, static_cast<std::uint32_t>(getpid()), 1};
+    auto r = shm::open(p, cfg);
+    if (!r.ok()) {
+        _exit(3);
+    }
+    iface *tl = r.value().get();
+    wire_address me{};
+    me.magic = weft::transport::wire_address_magic;
+    me.version = weft::transport::wire_address_version;
+    me.node_id = test_node;
+    me.pid = p.pid;
+    me.ep_id = 1;
+    if (tl->pack_address(me) != status::ok) {
+        _exit(4);
+    }
+    conn_id c = invalid_id;
+    if (tl->connect(to, c) != status::ok) {
+        _exit(5);
+    }
+    std::vector<std::uint8_t> payload(1000);
+    for (std::uint32_t n = 0; n < count; ++n) {
+        const std::uint32_t hdr[2] = {index, n};
+        const std::size_t len = n % 40;
+        for (std::size_t i = 0; i < len * 20; ++i) {
+            payload[i] = pattern(index, n, i);
+        }
+        status s;
+        do {
+            if (n % 2 == 0) {
+                s = weft::transport::send_short(tl, c, 2, hdr, sizeof(hdr), payload.data(), len);
+            } else {
+                const struct iovec iov {
+                    payload.data(), len * 20
+                };
+                s = weft::transport::send_bcopy(tl, c, 3, hdr, sizeof(hdr), &iov, 1, 0, len * 20);
+            }
+        } while (s == status::again);
+        if (s != status::ok) {
+            _exit(6);
+        }
+    }
+    // Leave the transport open: the receiver must cope with a sender that exits.
+    _exit(0);
+}
+
+TEST(shm, three_forked_senders_keep_per_sender_order)
+{
+    const shm::config cfg = test_config();
+    auto b = open_ep(9, cfg);
+    ASSERT_TRUE(b);
+    constexpr std::uint32_t nchildren = 3;
+    constexpr std::uint32_t count = 20000;
+    pid_t pids[nchildren];
+    for (std::uint32_t k = 0; k < nchildren; ++k) {
+        pids[k] = fork();
+        ASSERT_GE(pids[k], 0);
+        if (pids[k] == 0) {
+            sender_child(b->addr, k, count);
+        }
+    }
+    std::uint32_t next[nchildren] = {};
+    std::size_t checked = 0;
+    std::string error;
+    const bool done = progress_until(
+        {b.get()},
+        [&] {
+            for (; checked < b->rx.size() && error.empty(); ++checked) {
+                const received &r = b->rx[checked];
+                std::uint32_t hdr[2];
+                if (r.bytes.size() < sizeof(hdr)) {
+                    error = "short message";
+                    break;
+                }
+                std::memcpy(hdr, r.bytes.data(), sizeof(hdr));
+                const std::uint32_t k = hdr[0];
+                const std::uint32_t n = hdr[1];
+                if (k >= nchildren || n != next[k]) {
+                    error = "sender " + std::to_string(k) + " message " + std::to_string(n) +
+                            " expected " + std::to_string(k < nchildren ? next[k] : 0);
+                    break;
+                }
+                ++next[k];
+                const std::size_t len = (n % 2 == 0 ? 1 : 20) * (n % 40);
+                if (r.am_id != (n % 2 == 0 ? 2U : 3U) || r.bytes.size() != sizeof(hdr) + len) {
+                    error = "bad am id or length at message " + std::to_string(n);
+                    break;
+                }
+                for (std::size_t i = 0; i < len; ++i) {
+                    if (r.bytes[sizeof(hdr) + i] != pattern(k, n, i)) {
+                        error = "bad payload at message " + std::to_string(n);
+                        break;
+                    }
+                }
+                wire_address from{};
+                if (b->tl->remote_address(r.src, from) != status::ok ||
+                    from.pid != static_cast<std::uint32_t>(pids[k])) {
+                    error = "remote_address does not name the sender";
+                    break;
+                }
+            }
+            b->rx.erase(b->rx.begin(), b->rx.begin() + static_cast<std::ptrdiff_t>(checked));
+            checked = 0;
+            return !error.empty() || (next[0] == count && next[1] == count && next[2] == count);
+        },
+        60000);
+    EXPECT_TRUE(error.empty()) << error;
+    EXPECT_TRUE(done) << "received " << next[0] << ", " << next[1] << ", " << next[2];
+    for (const pid_t pid : pids) {
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+    }
+    // They exited without closing: each is reported once, receive side only.
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->failed.size() >= nchildren; }));
+    for (const failure &f : b->failed) {
+        EXPECT_EQ(f.conn, invalid_id);
+        EXPECT_NE(f.src, invalid_id);
+        EXPECT_EQ(f.why, status::unreachable);
+    }
+    EXPECT_EQ(b->failed.size(), nchildren);
+    EXPECT_EQ(shm::get_stats(*b->tl)->dropped_cells, 0U);
+}
+
+// ------------------------------------------------------------------ untrusted cells
+
+/// Map `to`'s segment directly and publish one cell with arbitrary fields, as a
+/// broken or malicious peer would (using slot `slot`'s reservation word).
+void publish_raw(const wire_address &to, std::uint16_t slot_field, unsigned am, shm::cell_kind kind,
+                 std::uint32_t length, std::uint32_t use_slot)
+{
+    shm::mapping m;
+    shm::segment_geometry geo{};
+    ASSERT_EQ(shm::map_segment(to, m, geo), status::ok);
+    shm::tx_view v{};
+    v.cells = shm::seg_cells(m.base(), geo.layout);
+    v.tail = &shm::seg_header(m.base())->tail;
+    v.resv = &shm::seg_slots(m.base(), geo.layout)[use_slot].resv;
+    v.bcopy = shm::seg_bcopy(m.base(), geo.layout);
+    v.mask = geo.fifo_size - 1;
+    v.bcopy_size = geo.bcopy_size;
+    std::uint32_t pos = 0;
+    shm::cell *c = shm::fifo_reserve(v, pos);
+    ASSERT_NE(c, nullptr);
+    std::memset(c->data, 0xee, sizeof(c->data));
+    shm::fifo_publish(c, pos, am, kind, slot_field, length);
+}
+
+TEST(shm, corrupted_cells_are_dropped_and_freed)
+{
+    shm::config cfg = test_config();
+    cfg.fifo_size = 4;  // the dropped cells must be freed, or the good ones cannot follow
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    const std::uint32_t spare = static_cast<std::uint32_t>(cfg.max_senders - 1);
+    const std::uint32_t max_short = static_cast<std::uint32_t>(a->tl->attr().max_short);
+    const std::uint32_t max_bcopy = static_cast<std::uint32_t>(a->tl->attr().max_bcopy);
+    {
+        weft::test::expect_log_warnings expect(6);
+        publish_raw(b->addr, 0, 200, shm::cell_kind::inline_data, 4, spare);            // bad am id
+        publish_raw(b->addr, 0, 1, shm::cell_kind::inline_data, max_short + 1, spare);  // too long
+        ASSERT_EQ(b->progress(), 2U);
+        publish_raw(b->addr, 0, 1, shm::cell_kind::bcopy, max_bcopy + 1, spare);  // too long
+        publish_raw(b->addr, 0, 1, static_cast<shm::cell_kind>(9), 4, spare);     // bad kind
+        ASSERT_EQ(b->progress(), 2U);
+        publish_raw(b->addr, static_cast<std::uint16_t>(cfg.max_senders), 1,
+                    shm::cell_kind::inline_data, 4, spare);  // slot out of range
+        publish_raw(b->addr, 0xffff, 1, shm::cell_kind::bcopy, 4, spare);
+        ASSERT_EQ(b->progress(), 2U);
+    }
+    EXPECT_TRUE(b->rx.empty());
+    EXPECT_EQ(shm::get_stats(*b->tl)->dropped_cells, 6U);
+    // Valid cells still flow, at the edges of the limits.
+    std::vector<std::uint8_t> big(max_bcopy, 0x11);
+    const struct iovec iov {
+        big.data(), big.size()
+    };
+    ASSERT_EQ(send_short(*a, c, 15, big.data(), 0, big.data(), max_short), status::ok);
+    ASSERT_EQ(weft::transport::send_bcopy(a->tl.get(), c, 0, nullptr, 0, &iov, 1, 0, max_bcopy),
+              status::ok);
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 2; }));
+    EXPECT_EQ(b->rx[0].bytes.size(), max_short);
+    EXPECT_EQ(b->rx[1].bytes.size(), max_bcopy);
+}
+
+// ------------------------------------------------------------------ peer failure
+
+/// Pipes between the test and a forked child.
+struct channel {
+    int to_child[2] = {-1, -1};
+    int to_parent[2] = {-1, -1};
+    channel()
+    {
+        EXPECT_EQ(pipe(to_child), 0);
+        EXPECT_EQ(pipe(to_parent), 0);
+    }
+    ~channel()
+    {
+        for (const int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) {
+            if (fd >= 0) {
+                close(fd);
+            }
+        }
+    }
+    template <typename T>
+    static bool put(int fd, const T &v)
+    {
+        return write(fd, &v, sizeof(v)) == static_cast<ssize_t>(sizeof(v));
+    }
+    template <typename T>
+    static bool get(int fd, T &v)
+    {
+        return read(fd, &v, sizeof(v)) == static_cast<ssize_t>(sizeof(v));
+    }
+};
+
+TEST(shm, dead_peer_is_reported_once_and_sends_fail)
+{
+    const shm::config cfg = test_config();
+    auto b = open_ep(3, cfg);
+    ASSERT_TRUE(b);
+    channel ch;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        // Child: open, send our address, connect and send one message, wait for
+        // the parent to have connected to us, then die without closing.
+        auto r = shm::open({test_node, static_cast<std::uint32_t>(getpid()), 4}, cfg);
+        if (!r.ok()) {
+            _exit(2);
+        }
+        wire_address me{};
+        me.magic = weft::transport::wire_address_magic;
+        me.version = weft::transport::wire_address_version;
+        me.node_id = test_node;
+        me.pid = static_cast<std::uint32_t>(getpid());
+        me.ep_id = 4;
+        conn_id c = invalid_id;
+        const std::uint64_t hello = 0x68656c6c6f;
+        if (r.value()->pack_address(me) != status::ok ||
+            r.value()->connect(b->addr, c) != status::ok ||
+            weft::transport::send_short(r.value().get(), c, 7, &hello, sizeof(hello), nullptr, 0) !=
+                status::ok ||
+            !channel::put(ch.to_parent[1], me)) {
+            _exit(3);
+        }
+        char go = 0;
+        (void)channel::get(ch.to_child[0], go);
+        _exit(0);
+    }
+    wire_address child{};
+    ASSERT_TRUE(channel::get(ch.to_parent[0], child));
+    conn_id c = invalid_id;
+    ASSERT_EQ(b->tl->connect(child, c), status::ok);
+    ASSERT_EQ(send_short(*b, c, 1, "x", 1, nullptr, 0), status::ok);
+    ASSERT_TRUE(channel::put(ch.to_child[1], 'g'));
+
+    // Within a bounded time: the message, then one report naming both sides.
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(progress_until(
+        {b.get()}, [&] { return !b->failed.empty(); }, 5000));
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    RecordProperty("detect_ms", static_cast<int>(ms));
+    ASSERT_EQ(b->rx.size(), 1U);
+    EXPECT_EQ(b->rx[0].am_id, 7U);
+    ASSERT_EQ(b->failed.size(), 1U);
+    EXPECT_EQ(b->failed[0].conn, c);
+    EXPECT_EQ(b->failed[0].src, b->rx[0].src);
+    EXPECT_EQ(b->failed[0].why, status::unreachable);
+    EXPECT_EQ(send_short(*b, c, 1, "x", 1, nullptr, 0), status::unreachable);
+    conn_id c2 = invalid_id;
+    EXPECT_EQ(b->tl->connect(child, c2), status::unreachable);
+    // Nothing more is reported, however long we progress.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (std::chrono::steady_clock::now() < until) {
+        b->progress();
+    }
+    EXPECT_EQ(b->failed.size(), 1U);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+}
+
+TEST(shm, sender_dead_after_reserving_does_not_wedge_the_fifo)
+{
+    shm::config cfg = test_config();
+    cfg.fifo_size = 4;
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    ASSERT_EQ(send_short(*a, c, 1, "before", 6, nullptr, 0), status::ok);
+
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        // Child: register in a slot exactly as connect() does, reserve a cell,
+        // and die before publishing it.
+        shm::mapping m;
+        shm::segment_geometry geo{};
+        if (shm::map_segment(b->addr, m, geo) != status::ok) {
+            _exit(2);
+        }
+        shm::sender_slot *slots = shm::seg_slots(m.base(), geo.layout);
+        std::uint32_t s = 0;
+        for (; s < geo.nslots; ++s) {
+            std::uint64_t expected = 0;
+            if (slots[s].state.compare_exchange_strong(
+                    expected, shm::slot_state(shm::slot_kind::active,
+                                              static_cast<std::uint32_t>(getpid())))) {
+                break;
+            }
+        }
+        if (s == geo.nslots) {
+            _exit(3);
+        }
+        shm::seg_header(m.base())->ctl.reg_gen.fetch_add(1);
+        shm::tx_view v{};
+        v.cells = shm::seg_cells(m.base(), geo.layout);
+        v.tail = &shm::seg_header(m.base())->tail;
+        v.resv = &slots[s].resv;
+        v.mask = geo.fifo_size - 1;
+        std::uint32_t pos = 0;
+        _exit(shm::fifo_reserve(v, pos) != nullptr ? 0 : 4);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+    // Queued behind the dead reservation.
+    ASSERT_EQ(send_short(*a, c, 1, "after", 5, nullptr, 0), status::ok);
+    {
+        weft::test::expect_log_warnings expect(1);
+        ASSERT_TRUE(progress_until(
+            {b.get()}, [&] { return b->rx.size() == 2; }, 5000))
+            << "received " << b->rx.size();
+    }
+    EXPECT_EQ(std::string(b->rx[0].bytes.begin(), b->rx[0].bytes.end()), "before");
+    EXPECT_EQ(std::string(b->rx[1].bytes.begin(), b->rx[1].bytes.end()), "after");
+    EXPECT_EQ(shm::get_stats(*b->tl)->dead_reservations, 1U);
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->failed.size() == 1; }));
+    EXPECT_EQ(b->failed[0].conn, invalid_id);
+    // The FIFO keeps working across laps, and the dead slot is reused.
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_EQ(send_short(*a, c, 1, &i, sizeof(i), nullptr, 0), status::ok);
+        ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 3U + i; }));
+    }
+    ASSERT_TRUE(
+        progress_until({b.get()}, [&] { return shm::get_stats(*b->tl)->slots_released == 1; }));
+}
+
+TEST(shm, closed_receiver_fails_sends)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    ASSERT_EQ(send_short(*a, c, 1, "x", 1, nullptr, 0), status::ok);
+    const std::string path = dev_shm_path(b->addr.pid, 2);
+    EXPECT_TRUE(file_exists(path));
+    b.reset();
+    EXPECT_FALSE(file_exists(path)) << "close must unlink the segment";
+    ASSERT_TRUE(progress_until(
+        {a.get()}, [&] { return !a->failed.empty(); }, 5000));
+    EXPECT_EQ(a->failed[0].conn, c);
+    EXPECT_EQ(a->failed[0].src, invalid_id);
+    EXPECT_EQ(send_short(*a, c, 1, "x", 1, nullptr, 0), status::unreachable);
+}
+
+TEST(shm, closed_senders_free_their_slots)
+{
+    shm::config cfg = test_config();
+    cfg.max_senders = 2;
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(b);
+    for (std::uint32_t round = 0; round < 5; ++round) {
+        auto a = open_ep(10 + round, cfg);
+        ASSERT_TRUE(a);
+        conn_id c = invalid_id;
+        // A slot is free again once the receiver saw the close and consumed the
+        // sender's cells (at its next peer check).
+        if (round >= 2) {
+            ASSERT_TRUE(progress_until(
+                {b.get()}, [&] { return shm::get_stats(*b->tl)->slots_released >= round - 1; }));
+        }
+        ASSERT_EQ(a->tl->connect(b->addr, c), status::ok) << "round " << round;
+        ASSERT_EQ(send_short(*a, c, 1, &round, sizeof(round), nullptr, 0), status::ok);
+        ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == round + 1; }));
+    }
+    EXPECT_GE(shm::get_stats(*b->tl)->slots_released, 3U);
+    EXPECT_TRUE(b->failed.empty()) << "a clean close is not a failure";
+}
+
+TEST(shm, no_free_sender_slot)
+{
+    shm::config cfg = test_config();
+    cfg.max_senders = 1;
+    auto a1 = open_ep(1, cfg);
+    auto a2 = open_ep(2, cfg);
+    auto b = open_ep(3, cfg);
+    ASSERT_TRUE(a1 && a2 && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a1->tl->connect(b->addr, c), status::ok);
+    weft::test::expect_log_errors expect(1);
+    EXPECT_EQ(a2->tl->connect(b->addr, c), status::no_memory);
+}
+
+// ------------------------------------------------------------------ addresses and segments
+
+TEST(shm, connect_rejects_wrong_cookie_missing_or_foreign_segment)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    wire_address stale = b->addr;
+    shm::set_address_cookie(stale, shm::address_cookie(b->addr) + 1);
+    EXPECT_EQ(a->tl->connect(stale, c), status::unreachable);
+    wire_address missing = b->addr;
+    missing.ep_id = 77;
+    EXPECT_EQ(a->tl->connect(missing, c), status::unreachable);
+    wire_address other_node = b->addr;
+    other_node.node_id ^= 1;
+    EXPECT_EQ(a->tl->connect(other_node, c), status::unreachable);
+
+    // A file of the right name that is not a segment of the right size.
+    wire_address junk = b->addr;
+    junk.ep_id = 78;
+    const std::string name = shm::segment_name(junk.pid, junk.ep_id);
+    const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 1 << 20), 0);
+    close(fd);
+    EXPECT_EQ(a->tl->connect(junk, c), status::unreachable);
+    shm_unlink(name.c_str());
+    // The good address still works.
+    EXPECT_EQ(a->tl->connect(b->addr, c), status::ok);
+}
+
+TEST(shm, validate_header_checks_every_field)
+{
+    const shm::config cfg = test_config();
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(b);
+    shm::mapping m;
+    shm::segment_geometry geo{};
+    ASSERT_EQ(shm::map_segment(b->addr, m, geo), status::ok);
+    EXPECT_EQ(geo.fifo_size, cfg.fifo_size);
+    EXPECT_EQ(geo.bcopy_size, cfg.bcopy_size);
+    EXPECT_EQ(geo.nslots, cfg.max_senders);
+    const std::size_t size = m.size();
+    EXPECT_EQ(size, geo.layout.total_size);
+
+    // Work on a private copy of the header.
+    auto check = [&](const std::function<void(shm::segment_header &)> &corrupt, std::size_t mapped,
+                     const char *what) {
+        auto *h = static_cast<shm::segment_header *>(std::aligned_alloc(128, 384));
+        std::memcpy(static_cast<void *>(h), m.base(), sizeof(shm::segment_header));
+        shm::segment_geometry g{};
+        EXPECT_EQ(shm::validate_header(*h, size, b->addr, g), status::ok) << "copy";
+        corrupt(*h);
+        EXPECT_EQ(shm::validate_header(*h, mapped, b->addr, g), status::bad_message) << what;
+        std::free(h);
+    };
+    check([](auto &h) { h.info.magic.store(1); }, size, "magic");
+    check([](auto &h) { h.info.version = 99; }, size, "version");
+    check([](auto &h) { h.info.header_size = 100; }, size, "header size");
+    check([](auto &h) { h.info.cell_size = 32; }, size, "cell size");
+    check([](auto &h) { h.info.fifo_size = 3; }, size, "fifo not a power of two");
+    check([](auto &h) { h.info.fifo_size *= 2; }, size, "fifo size vs file size");
+    check([](auto &h) { h.info.bcopy_size = 100; }, size, "bcopy size");
+    check([](auto &h) { h.info.nslots = 0; }, size, "no slots");
+    check([](auto &h) { h.info.nslots = 100000; }, size, "too many slots");
+    check([](auto &h) { h.info.cells_offset += 64; }, size, "cells offset");
+    check([](auto &h) { h.info.bcopy_offset -= 4096; }, size, "bcopy offset");
+    check([](auto &h) { h.info.slots_offset = 0; }, size, "slots offset");
+    check([](auto &h) { h.info.total_size += 4096; }, size, "total size");
+    check([](auto &h) { h.info.owner_pid += 1; }, size, "pid");
+    check([](auto &h) { h.info.owner_ep_id += 1; }, size, "ep id");
+    check([](auto &h) { h.info.node_id += 1; }, size, "node id");
+    check([](auto &h) { h.info.cookie += 1; }, size, "cookie");
+    check([](auto &) {}, size - 4096, "mapped size smaller than the header says");
+}
+
+TEST(shm, stale_segment_of_a_killed_process_is_removed_on_open)
+{
+    const shm::config cfg = test_config();
+    channel ch;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        auto r = shm::open({test_node, static_cast<std::uint32_t>(getpid()), 5}, cfg);
+        (void)channel::put(ch.to_parent[1], r.ok() ? 'y' : 'n');
+        for (;;) {
+            pause();
+        }
+    }
+    char ok = 0;
+    ASSERT_TRUE(channel::get(ch.to_parent[0], ok));
+    ASSERT_EQ(ok, 'y');
+    const std::string path = dev_shm_path(static_cast<std::uint32_t>(pid), 5);
+    EXPECT_TRUE(file_exists(path));
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    EXPECT_TRUE(file_exists(path)) << "SIGKILL leaves the segment behind";
+    auto e = open_ep(6, cfg);
+    ASSERT_TRUE(e);
+    EXPECT_FALSE(file_exists(path)) << "open must remove segments of dead processes";
+}
+
+TEST(shm, own_stale_name_is_replaced)
+{
+    const shm::config cfg = test_config();
+    const std::string name = shm::segment_name(static_cast<std::uint32_t>(getpid()), 8);
+    const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 4096), 0);
+    close(fd);
+    auto e = open_ep(8, cfg);
+    ASSERT_TRUE(e);
+    shm::mapping m;
+    shm::segment_geometry geo{};
+    EXPECT_EQ(shm::map_segment(e->addr, m, geo), status::ok);
+    EXPECT_EQ(m.size(), geo.layout.total_size);
+}
+
+TEST(shm, cleanup_keeps_live_and_foreign_names)
+{
+    // A live process's segment (our parent's pid is alive) and names that are
+    // not ours must survive the cleanup.
+    const std::string live = shm::segment_name(static_cast<std::uint32_t>(getppid()), 4242);
+    const std::string foreign = "/weft-shm-notapid-1";
+    for (const std::string &n : {live, foreign}) {
+        const int fd = shm_open(n.c_str(), O_RDWR | O_CREAT, 0600);
+        ASSERT_GE(fd, 0);
+        close(fd);
+    }
+    (void)shm::cleanup_stale_segments(static_cast<std::uint32_t>(getpid()));
+    EXPECT_TRUE(file_exists("/dev/shm" + live));
+    EXPECT_TRUE(file_exists("/dev/shm" + foreign));
+    shm_unlink(live.c_str());
+    shm_unlink(foreign.c_str());
+}
+
+// ------------------------------------------------------------------ configuration
+
+TEST(shm, config_table_defaults)
+{
+    const weft::base::config_table &t = shm::config_table();
+    EXPECT_STREQ(t.prefix, "SHM");
+    ASSERT_GE(t.nfields, 5U);
+    for (std::size_t i = 0; i < t.nfields; ++i) {
+        EXPECT_NE(t.fields[i].doc, nullptr);
+        EXPECT_GT(std::strlen(t.fields[i].doc), 10U) << t.fields[i].name;
+    }
+    shm::config c{};
+    ASSERT_EQ(weft::base::config_load(t, &c), status::ok);
+    if (getenv("WEFT_SHM_FIFO_SIZE") == nullptr) {
+        EXPECT_EQ(c.fifo_size, 256U);
+    }
+    if (getenv("WEFT_SHM_BCOPY_SIZE") == nullptr) {
+        EXPECT_EQ(c.bcopy_size, 8192U);
+    }
+    if (getenv("WEFT_SHM_PEER_CHECK_INTERVAL") == nullptr) {
+        EXPECT_EQ(c.peer_check_interval, 10000U);
+    }
+    EXPECT_TRUE(c.fifo_size && (c.fifo_size & (c.fifo_size - 1)) == 0);
+}
+
+TEST(shm, open_rejects_bad_config)
+{
+    const shm::config good = test_config();
+    const weft::transport::open_params p{test_node, static_cast<std::uint32_t>(getpid()), 1};
+    const std::vector<std::function<void(shm::config &)>> bad = {
+        [](shm::config &c) { c.fifo_size = 100; },  [](shm::config &c) { c.fifo_size = 1; },
+        [](shm::config &c) { c.bcopy_size = 100; }, [](shm::config &c) { c.bcopy_size = 8032 + 1; },
+        [](shm::config &c) { c.max_senders = 0; },  [](shm::config &c) { c.max_senders = 5000; },
+        [](shm::config &c) { c.rx_batch = 0; },
+    };
+    for (std::size_t i = 0; i < bad.size(); ++i) {
+        shm::config c = good;
+        bad[i](c);
+        weft::test::expect_log_errors expect(1);
+        auto r = shm::open(p, c);
+        EXPECT_EQ(r.error(), status::invalid) << "case " << i;
+    }
+}
+
+}  // namespace
