@@ -8,6 +8,8 @@
 // per-size summary is the min and median over repetitions, and their ratio
 // weft/ucx. Rank 0 times and prints; rank 1 only answers.
 
+#include "config.h"
+
 #include <getopt.h>
 #include <unistd.h>
 
@@ -53,6 +55,12 @@ struct options {
     bool verbose = false;
 };
 
+#ifdef WEFT_HAVE_UCX
+constexpr const char *built_backends = "weft ucx";
+#else
+constexpr const char *built_backends = "weft (built without UCX)";
+#endif
+
 void usage(FILE *f)
 {
     std::fprintf(
@@ -79,8 +87,10 @@ void usage(FILE *f)
         "      --corrupt         self-test of --verify: damage one message; the run must fail\n"
         "  -v, --verbose         print each repetition and UCX's endpoint configuration\n"
         "  -h, --help\n"
+        "Backends in this build: %s\n"
         "Must be started by a PMIx launcher with two processes, e.g.\n"
-        "  mpirun -np 2 [--allow-run-as-root] --bind-to core weft_perf -b lat --no-verify\n");
+        "  mpirun -np 2 [--allow-run-as-root] --bind-to core weft_perf -b lat --no-verify\n",
+        built_backends);
 }
 
 [[nodiscard]] std::vector<std::string> split(const char *s)

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make check: weft_perf moves the right bytes. Under mpirun, every benchmark runs
+# with --verify (each message filled with its own pattern and checked on
+# arrival) over sizes that cross the eager/rendezvous thresholds, for each
+# backend named in WEFT_PERF_CHECK_BACKENDS (default: ucx when built in). Then
+# --corrupt (one damaged message) must make each benchmark fail, which shows
+# the check can fail.
+set -u
+
+wp="${WEFT_PERF:-./perf/weft_perf}"
+if [ ! -x "$wp" ]; then
+    echo "FAIL: $wp is not built"
+    exit 1
+fi
+mpirun="${MPIRUN:-mpirun}"
+if ! command -v "$mpirun" >/dev/null 2>&1; then
+    echo "FAIL: $mpirun not found (this test is only registered when configure found it)"
+    exit 1
+fi
+
+launch=(timeout 300 "$mpirun" -np 2 --bind-to none --oversubscribe)
+if [ "$(id -u)" = 0 ]; then
+    launch+=(--allow-run-as-root)
+fi
+
+if [ -n "${WEFT_PERF_CHECK_BACKENDS:-}" ]; then
+    backends="$WEFT_PERF_CHECK_BACKENDS"
+elif "$wp" --help | grep -q '^Backends in this build: weft ucx'; then
+    backends="ucx"
+else
+    echo "FAIL: weft_perf was built without UCX and WEFT_PERF_CHECK_BACKENDS is not set"
+    exit 1
+fi
+
+sizes="0,1,8,93,94,4k,8k,8257,64k,256k,1m,4m"
+failed=0
+passed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+for backend in $backends; do
+    for bench in lat bw bibw rate; do
+        if "${launch[@]}" "$wp" -B "$backend" -b "$bench" -s "$sizes" -i 4 -w 1 -r 1 -W 16 \
+            --verify >"$log" 2>&1; then
+            echo "PASS: $backend $bench --verify"
+            passed=$((passed + 1))
+        else
+            echo "FAIL: $backend $bench --verify"
+            cat "$log"
+            failed=$((failed + 1))
+        fi
+        if "${launch[@]}" "$wp" -B "$backend" -b "$bench" -s 8,64k -i 3 -w 1 -r 1 -W 16 \
+            --verify --corrupt >"$log" 2>&1; then
+            echo "FAIL: $backend $bench --corrupt was not detected"
+            cat "$log"
+            failed=$((failed + 1))
+        elif grep -q 'data mismatch' "$log"; then
+            echo "PASS: $backend $bench --corrupt detected"
+            passed=$((passed + 1))
+        else
+            echo "FAIL: $backend $bench --corrupt failed for another reason"
+            cat "$log"
+            failed=$((failed + 1))
+        fi
+    done
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
