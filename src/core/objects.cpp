@@ -211,18 +211,23 @@ unsigned weft_cntr::progress()
 
 status weft_av::lookup(std::uint64_t index, transport::wire_address &out) const
 {
+    using weft::core::av_id;
     std::lock_guard g(mutex_);
-    if (index >= table_.size() || (table_[index].flags & weft::core::av_entry_valid) == 0) {
+    if (index >= table_.size() || !av_id::valid(table_[index].id)) {
         return status::no_entry;
     }
     const auto &e = table_[index];
+    const auto &node = nodes_[av_id::node(e.id)];
     out = {};
     out.magic = transport::wire_address_magic;
     out.version = transport::wire_address_version;
-    out.transports = e.transports;
-    out.node_id = nodes_[e.node];
-    out.pid = e.pid;
-    out.ep_id = e.ep_id;
+    out.transports = av_id::tl(e.id);
+    out.node_id = node.node_id;
+    out.pid = av_id::pid(e.id);
+    out.ep_id = av_id::ep(e.id);
+    std::memcpy(out.transport_specific, &e.ep_word, transport::wire_address_ep_bytes);
+    std::memcpy(out.transport_specific + transport::wire_address_ep_bytes, node.bytes,
+                transport::wire_address_node_bytes);
     return status::ok;
 }
 
@@ -235,36 +240,55 @@ std::uint32_t weft_av::reverse(const transport::wire_address &addr) const
 
 weft_addr_t weft_av::insert(const transport::wire_address &addr)
 {
+    using weft::core::av_id;
     std::lock_guard g(mutex_);
     const auto index = static_cast<std::uint32_t>(table_.size());
     weft::core::av_entry e{};
+    const std::uint8_t *node_bytes = addr.transport_specific + transport::wire_address_ep_bytes;
     if (addr.magic == transport::wire_address_magic &&
         addr.version == transport::wire_address_version && index < weft::proto::unknown_source) {
-        auto [it, inserted] =
-            node_index_.try_emplace(addr.node_id, static_cast<std::uint32_t>(nodes_.size()));
-        if (inserted) {
-            nodes_.push_back(addr.node_id);
+        // Intern the host: same node id and same per-host bytes share one node entry.
+        std::uint32_t node = UINT32_MAX;
+        auto &candidates = node_index_[addr.node_id];
+        for (const std::uint32_t n : candidates) {
+            if (std::memcmp(nodes_[n].bytes, node_bytes, transport::wire_address_node_bytes) == 0) {
+                node = n;
+                break;
+            }
         }
-        e = {it->second, addr.pid, addr.ep_id, addr.transports, weft::core::av_entry_valid};
-        // The first index of an address wins for reverse lookups (sources).
-        reverse_.try_emplace({addr.node_id, (std::uint64_t(addr.pid) << 32) | addr.ep_id}, index);
+        if (node == UINT32_MAX) {
+            node = static_cast<std::uint32_t>(nodes_.size());
+            weft::core::av_node entry{addr.node_id, {}};
+            std::memcpy(entry.bytes, node_bytes, sizeof(entry.bytes));
+            nodes_.push_back(entry);
+            candidates.push_back(node);
+        }
+        if (av_id::fits(node, addr.pid, addr.ep_id, addr.transports)) {
+            e.id = av_id::pack(node, addr.pid, addr.ep_id, addr.transports);
+            std::memcpy(&e.ep_word, addr.transport_specific, sizeof(e.ep_word));
+            // The first index of an address wins for reverse lookups (sources).
+            reverse_.try_emplace({addr.node_id, (std::uint64_t(addr.pid) << 32) | addr.ep_id},
+                                 index);
+        }
     }
     table_.push_back(e);
-    return (e.flags & weft::core::av_entry_valid) != 0 ? index : WEFT_ADDR_NOTAVAIL;
+    return av_id::valid(e.id) ? index : WEFT_ADDR_NOTAVAIL;
 }
 
 int weft_av::remove(weft_addr_t index)
 {
     std::lock_guard g(mutex_);
-    if (index >= table_.size() || (table_[index].flags & weft::core::av_entry_valid) == 0) {
+    if (index >= table_.size() || !weft::core::av_id::valid(table_[index].id)) {
         return -WEFT_ENOENT;
     }
+    using weft::core::av_id;
     auto &e = table_[index];
-    const auto it = reverse_.find({nodes_[e.node], (std::uint64_t(e.pid) << 32) | e.ep_id});
+    const auto it = reverse_.find({nodes_[av_id::node(e.id)].node_id,
+                                   (std::uint64_t(av_id::pid(e.id)) << 32) | av_id::ep(e.id)});
     if (it != reverse_.end() && it->second == index) {
         reverse_.erase(it);
     }
-    e.flags = 0;
+    e.id = 0;
     return 0;
 }
 

@@ -29,17 +29,60 @@ struct refcounted {
 };
 
 /// The compact address-vector entry: 16 bytes per peer (docs/architecture.md).
-/// The host is interned in a per-AV node table; pid and ep_id identify the
-/// endpoint on that host.
+/// `id` packs the endpoint's identity; the host (node id and the per-host
+/// transport bytes) is interned in a per-AV node table; `ep_word` is the
+/// per-endpoint transport word (wire_address::transport_specific[0, 8)).
 struct av_entry {
-    std::uint32_t node;        ///< index into weft_av::nodes_
-    std::uint32_t pid;         ///< process id
-    std::uint32_t ep_id;       ///< endpoint within the process
-    std::uint16_t transports;  ///< reachable-transport bits from the address
-    std::uint16_t flags;       ///< av_entry_valid
+    std::uint64_t id;       ///< node:18 | pid:22 | ep_id:16 | transports:4 | valid:1
+    std::uint64_t ep_word;  ///< per-endpoint transport bytes
 };
 static_assert(sizeof(av_entry) == 16, "AV entries are at most 16 bytes per peer");
-inline constexpr std::uint16_t av_entry_valid = 1;
+
+/// Field widths of av_entry::id. pid: Linux's PID_MAX_LIMIT is 2^22.
+struct av_id {
+    static constexpr unsigned node_bits = 18, pid_bits = 22, ep_bits = 16, tl_bits = 4;
+    static constexpr unsigned pid_shift = node_bits, ep_shift = pid_shift + pid_bits,
+                              tl_shift = ep_shift + ep_bits, valid_shift = tl_shift + tl_bits;
+    [[nodiscard]] static constexpr std::uint64_t mask(unsigned bits) { return (1ULL << bits) - 1; }
+    [[nodiscard]] static constexpr bool fits(std::uint64_t node, std::uint64_t pid,
+                                             std::uint64_t ep, std::uint64_t tl)
+    {
+        return node <= mask(node_bits) && pid <= mask(pid_bits) && ep <= mask(ep_bits) &&
+               tl <= mask(tl_bits);
+    }
+    [[nodiscard]] static constexpr std::uint64_t pack(std::uint64_t node, std::uint64_t pid,
+                                                      std::uint64_t ep, std::uint64_t tl)
+    {
+        return node | pid << pid_shift | ep << ep_shift | tl << tl_shift | 1ULL << valid_shift;
+    }
+    [[nodiscard]] static constexpr bool valid(std::uint64_t id)
+    {
+        return ((id >> valid_shift) & 1) != 0;
+    }
+    [[nodiscard]] static constexpr std::uint32_t node(std::uint64_t id)
+    {
+        return id & mask(node_bits);
+    }
+    [[nodiscard]] static constexpr std::uint32_t pid(std::uint64_t id)
+    {
+        return (id >> pid_shift) & mask(pid_bits);
+    }
+    [[nodiscard]] static constexpr std::uint32_t ep(std::uint64_t id)
+    {
+        return (id >> ep_shift) & mask(ep_bits);
+    }
+    [[nodiscard]] static constexpr std::uint16_t tl(std::uint64_t id)
+    {
+        return (id >> tl_shift) & mask(tl_bits);
+    }
+};
+static_assert(av_id::valid_shift < 64);
+
+/// One host in an AV's node table.
+struct av_node {
+    std::uint64_t node_id;
+    std::uint8_t bytes[transport::wire_address_node_bytes];  ///< per-host transport parts
+};
 
 /// This host's identity: a hash of the kernel boot id and the host name.
 [[nodiscard]] std::uint64_t local_node_id();
@@ -133,8 +176,9 @@ struct weft_av : weft::core::refcounted, weft::proto::address_book {
     };
     mutable std::mutex mutex_;  ///< inserts vs. the engines' (cold-path) lookups
     std::vector<weft::core::av_entry> table_;
-    std::vector<std::uint64_t> nodes_;
-    std::unordered_map<std::uint64_t, std::uint32_t> node_index_;
+    std::vector<weft::core::av_node> nodes_;
+    std::unordered_map<std::uint64_t, std::vector<std::uint32_t>>
+        node_index_;  ///< node_id -> nodes_
     std::unordered_map<key, std::uint32_t, key_hash> reverse_;
 };
 

@@ -56,6 +56,8 @@ struct wire_address {
     std::uint8_t transport_specific[40];  ///< tcp/verbs parts (later issues); zero now
 };
 static_assert(sizeof(wire_address) == 64, "wire_address is a wire format");
+inline constexpr std::size_t wire_address_ep_bytes = 8;    ///< per-endpoint part
+inline constexpr std::size_t wire_address_node_bytes = 32;  ///< per-host part
 inline constexpr std::uint32_t wire_address_magic = 0x74666577;  // "weft" little-endian
 inline constexpr std::uint16_t wire_address_version = 1;
 
