@@ -1,0 +1,269 @@
+#pragma once
+// Multi-process harness for transport-level tests over the public API (weft.h).
+//
+// run_ranks() forks one process per rank. Each child opens fabric, domain, CQ,
+// AV and endpoint for the transport under test, publishes its address in a
+// MAP_SHARED region created before the fork, waits on a process-shared barrier,
+// inserts every rank's address into its AV in rank order (index == rank), runs
+// the test body, meets the others at a final barrier and closes everything.
+// The parent waits with a time limit: a hang becomes a failure (the children are
+// killed), and so does a child that exits non-zero or by a signal.
+//
+// GoogleTest assertions do not cross fork(): bodies use WEFT_TCHECK*, which print
+// file:line and the values and _exit(1). A child's stdout and stderr go to a
+// memory file; the parent prints it prefixed with the rank, and fails the test
+// if the library logged an error or a warning there (unless the test allows it).
+//
+// The self transport reaches only its own endpoint, so for it the harness runs
+// one process with `loopback` set, and every peer() is the endpoint itself.
+// Bodies are written so that this works: post receives (non-blocking), send,
+// then wait, and never wait for a send to complete before the matching receive
+// is posted.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "weft/weft.h"
+
+namespace weft::test {
+
+/// Capabilities every transport test asks for.
+inline constexpr std::uint64_t base_caps = WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRECTED_RECV;
+
+/// Eager/fragment boundary assumed when WEFT_OPT_EAGER_SIZE reads 0 (the shm
+/// transport's default bcopy unit); tests also use sizes around 64 KiB.
+inline constexpr std::size_t fallback_eager_size = 8192;
+
+/// Time limit of a single wait inside a child, in milliseconds.
+inline constexpr int default_wait_ms = 30000;
+
+/// One completion read from the CQ (tagged format) with its source, or an error entry.
+struct completion {
+    bool error = false;
+    weft_cq_tagged_entry entry{};  ///< when !error
+    weft_addr_t src = WEFT_ADDR_UNSPEC;
+    weft_cq_err_entry err{};  ///< when error
+    [[nodiscard]] void *context() const { return error ? err.op_context : entry.op_context; }
+};
+
+/// Shared state of one run (lives in the MAP_SHARED region).
+struct shared_region;
+
+/// What a test body sees in its process.
+class rank_ctx {
+  public:
+    int rank = 0;           ///< this process's rank (index in the AV)
+    int nranks = 1;         ///< processes in the run (1 for loopback)
+    int logical_ranks = 1;  ///< ranks the test asked for
+    bool loopback = false;  ///< self transport: every peer is this endpoint
+    std::string transport;
+
+    weft_info *info = nullptr;
+    weft_fabric_t *fabric = nullptr;
+    weft_domain_t *domain = nullptr;
+    weft_cq_t *cq = nullptr;
+    weft_av_t *av = nullptr;
+    weft_ep_t *ep = nullptr;
+    weft_cntr_t *tx_cntr = nullptr;  ///< bound for WEFT_SEND when run_options::counters
+    weft_cntr_t *rx_cntr = nullptr;  ///< bound for WEFT_RECV when run_options::counters
+    weft_cq_format cq_format = WEFT_CQ_FORMAT_TAGGED;
+
+    /// WEFT_OPT_EAGER_SIZE after enable, or fallback_eager_size when the endpoint
+    /// reports 0 (then eager_size_reported is false).
+    std::size_t eager_size = 0;
+    bool eager_size_reported = true;
+    std::size_t inject_size = 0;  ///< WEFT_OPT_INJECT_SIZE
+    std::size_t max_msg_size = 0;
+    std::size_t iov_limit = 0;
+    std::vector<weft_addr_t> addrs;  ///< AV index of each rank (== rank)
+
+    /// Set by a body whose peers are gone (peer-exit tests): skip the final barrier.
+    bool final_barrier = true;
+    /// Set by a body that reads the CQ itself and leaves entries on purpose.
+    bool check_unclaimed = true;
+
+    /// AV address of logical rank `r` (this endpoint in loopback mode).
+    [[nodiscard]] weft_addr_t peer(int r) const;
+    /// True when this process plays logical rank `r` (always in loopback mode).
+    [[nodiscard]] bool plays(int r) const { return loopback || rank == r; }
+
+    /// Process-shared barrier that drives progress (and reads the CQ) while it waits.
+    void barrier();
+    /// Read every available CQ entry (tagged format) into the pending list.
+    void poll();
+    /// Remove and return the completion of the operation posted with `context`.
+    completion wait(void *context, int timeout_ms = default_wait_ms,
+                    std::source_location where = std::source_location::current());
+    /// As wait(), and the completion must be a success.
+    weft_cq_tagged_entry wait_ok(void *context, weft_addr_t *src = nullptr,
+                                 int timeout_ms = default_wait_ms,
+                                 std::source_location where = std::source_location::current());
+    /// As wait(), and the completion must be an error entry.
+    weft_cq_err_entry wait_err(void *context, int timeout_ms = default_wait_ms,
+                               std::source_location where = std::source_location::current());
+    /// Run `post` until it returns something other than -WEFT_EAGAIN (reading the
+    /// CQ in between); the result must be 0.
+    void post(const char *what, const std::function<ssize_t()> &post,
+              std::source_location where = std::source_location::current());
+    /// As post(), returning the final result (which may be an error) to the caller.
+    ssize_t post_rc(const std::function<ssize_t()> &post,
+                    std::source_location where = std::source_location::current());
+    /// Progress for `ms` milliseconds (lets messages arrive before receives are posted).
+    void progress_for(int ms);
+    /// Completions read but not claimed by wait().
+    [[nodiscard]] const std::vector<completion> &pending() const { return pending_; }
+
+    shared_region *shared = nullptr;
+
+  private:
+    std::vector<completion> pending_;
+    bool take(void *context, completion &out);
+};
+
+using rank_body = std::function<void(rank_ctx &)>;
+
+struct run_options {
+    int timeout_s = 60;  ///< parent's limit for the whole run
+    weft_cq_format cq_format = WEFT_CQ_FORMAT_TAGGED;
+    std::size_t cq_size = 0;  ///< 0 = the library's default
+    std::uint64_t extra_caps = 0;
+    bool counters = false;          ///< open and bind tx_cntr / rx_cntr
+    bool allow_log_errors = false;  ///< the test provokes errors the library may log
+};
+
+/// Fork `nranks` processes (one for the self transport) and run `body` in each.
+[[nodiscard]] ::testing::AssertionResult run_ranks(int nranks, const std::string &transport,
+                                                   const rank_body &body,
+                                                   const run_options &opt = {});
+
+/// Empty when weft_getinfo reports `transport` with `caps`; otherwise the reason.
+[[nodiscard]] std::string transport_unavailable(const std::string &transport, std::uint64_t caps);
+
+/// Transports the suites are instantiated over.
+[[nodiscard]] std::vector<std::string> all_transports();
+
+// ------------------------------------------------------------------ data patterns
+
+/// Mix several values into one pattern seed.
+[[nodiscard]] std::uint64_t seed_of(std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0,
+                                    std::uint64_t d = 0);
+/// Fill `len` bytes with the pattern of `seed` (depends on seed and byte offset).
+void fill_pattern(void *buf, std::size_t len, std::uint64_t seed);
+/// Offset of the first byte that differs from the pattern, or SIZE_MAX.
+[[nodiscard]] std::size_t find_pattern_mismatch(const void *buf, std::size_t len,
+                                                std::uint64_t seed);
+/// Byte that receive buffers are filled with before posting.
+inline constexpr unsigned char fill_byte = 0xA5;
+/// In a child: [0, len) must hold the pattern of `seed` and [len, cap) must still
+/// hold fill_byte (nothing written past the message).
+void check_payload(const void *buf, std::size_t len, std::size_t cap, std::uint64_t seed,
+                   const std::string &what);
+/// Fake, unique operation contexts (never dereferenced by weft).
+[[nodiscard]] inline void *op_ctx(std::uint64_t n)
+{
+    return reinterpret_cast<void *>(static_cast<std::uintptr_t>(0x100000 + n * 16));
+}
+
+// ------------------------------------------------------------------ checks in children
+
+[[noreturn]] void check_failed(const char *file, int line, const char *expr,
+                               const std::string &detail);
+std::string value_text(long long v);
+std::string value_text(unsigned long long v);
+std::string value_text(const void *v);
+std::string value_text(const std::string &v);
+template <typename T>
+std::string value_text(const T &v)
+{
+    if constexpr (std::is_pointer_v<T>) {
+        return value_text(static_cast<const void *>(v));
+    } else if constexpr (std::is_enum_v<T>) {
+        return value_text(static_cast<long long>(v));
+    } else if constexpr (std::is_signed_v<T>) {
+        return value_text(static_cast<long long>(v));
+    } else {
+        return value_text(static_cast<unsigned long long>(v));
+    }
+}
+
+}  // namespace weft::test
+
+/// In a child: fail the run (print file:line and the expression, _exit(1)).
+#define WEFT_TCHECK(cond)                                              \
+    do {                                                               \
+        if (!(cond)) {                                                 \
+            ::weft::test::check_failed(__FILE__, __LINE__, #cond, ""); \
+        }                                                              \
+    } while (0)
+
+/// As WEFT_TCHECK with a message (std::string).
+#define WEFT_TCHECK_MSG(cond, msg)                                        \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            ::weft::test::check_failed(__FILE__, __LINE__, #cond, (msg)); \
+        }                                                                 \
+    } while (0)
+
+/// In a child: a == b, printing both values on failure.
+#define WEFT_TCHECK_EQ(a, b)                                                           \
+    do {                                                                               \
+        const auto weft_tc_a_ = (a);                                                   \
+        const auto weft_tc_b_ = (b);                                                   \
+        if (!(weft_tc_a_ == weft_tc_b_)) {                                             \
+            ::weft::test::check_failed(__FILE__, __LINE__, #a " == " #b,               \
+                                       ::weft::test::value_text(weft_tc_a_) + " vs " + \
+                                           ::weft::test::value_text(weft_tc_b_));      \
+        }                                                                              \
+    } while (0)
+
+/// A weft call that must return 0 (prints weft_strerror otherwise).
+#define WEFT_TCHECK_OK(call)                                                                    \
+    do {                                                                                        \
+        const long long weft_tc_rc_ = static_cast<long long>(call);                             \
+        if (weft_tc_rc_ != 0) {                                                                 \
+            ::weft::test::check_failed(__FILE__, __LINE__, #call,                               \
+                                       "returned " + std::to_string(weft_tc_rc_) + " (" +       \
+                                           weft_strerror(static_cast<int>(weft_tc_rc_)) + ")"); \
+        }                                                                                       \
+    } while (0)
+
+/// Fixture: value-parameterised over transport names; skips (visibly) when
+/// weft_getinfo does not report the transport.
+class transport_test : public ::testing::TestWithParam<std::string> {
+  protected:
+    void SetUp() override
+    {
+        const std::string why =
+            weft::test::transport_unavailable(GetParam(), weft::test::base_caps);
+        if (!why.empty()) {
+            GTEST_SKIP() << why;
+        }
+    }
+    [[nodiscard]] ::testing::AssertionResult run(int nranks, const weft::test::rank_body &body,
+                                                 const weft::test::run_options &opt = {})
+    {
+        return weft::test::run_ranks(nranks, GetParam(), body, opt);
+    }
+};
+
+/// Skip (visibly) when the transport lacks extra capabilities.
+#define WEFT_REQUIRE_CAPS(caps)                                                                \
+    do {                                                                                       \
+        const std::string weft_rc_why_ =                                                       \
+            ::weft::test::transport_unavailable(GetParam(), ::weft::test::base_caps | (caps)); \
+        if (!weft_rc_why_.empty()) {                                                           \
+            GTEST_SKIP() << weft_rc_why_;                                                      \
+        }                                                                                      \
+    } while (0)
+
+/// Instantiate a suite derived from transport_test over every transport.
+#define WEFT_TRANSPORT_SUITE(suite)                                             \
+    INSTANTIATE_TEST_SUITE_P(                                                   \
+        transports, suite, ::testing::ValuesIn(::weft::test::all_transports()), \
+        [](const ::testing::TestParamInfo<std::string> &p) { return p.param; })
