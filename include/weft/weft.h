@@ -377,7 +377,6 @@ int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen);
 enum weft_ep_opt {
     WEFT_OPT_INJECT_SIZE = 1, /**< size_t, read-only: largest inject */
     WEFT_OPT_MAX_MSG_SIZE,    /**< size_t, read-only: largest message */
-    WEFT_OPT_EAGER_SIZE,      /**< size_t: largest message sent eagerly (before enable) */
 };
 
 /** Set an option (before weft_ep_enable()). */

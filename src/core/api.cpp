@@ -814,16 +814,11 @@ int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen)
 
 int weft_ep_setopt(weft_ep_t *ep, int opt, const void *val, size_t len)
 {
+    (void)len;
     if (ep == nullptr || val == nullptr) {
         return -WEFT_EINVAL;
     }
     switch (opt) {
-        case WEFT_OPT_EAGER_SIZE:
-            if (len != sizeof(size_t) || ep->enabled) {
-                return -WEFT_EINVAL;
-            }
-            std::memcpy(&ep->eager_size, val, sizeof(size_t));
-            return 0;
         case WEFT_OPT_INJECT_SIZE:
         case WEFT_OPT_MAX_MSG_SIZE:
             return -WEFT_EINVAL;  // read-only
@@ -844,9 +839,6 @@ int weft_ep_getopt(weft_ep_t *ep, int opt, void *val, size_t *len)
             break;
         case WEFT_OPT_MAX_MSG_SIZE:
             v = ep->info.ep_attr.max_msg_size;
-            break;
-        case WEFT_OPT_EAGER_SIZE:
-            v = ep->eager_size;
             break;
         default:
             return -WEFT_ENOENT;

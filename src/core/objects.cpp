@@ -189,22 +189,37 @@ void weft_cq::push_error(const weft::proto::completion &c, const weft::proto::co
     }
 }
 
-unsigned weft_cq::progress()
+namespace {
+
+// Thread-safe domains may enable an endpoint while another thread reads the CQ:
+// guard the list there. A per-domain threading level serialises both already.
+template <class Obj>
+unsigned progress_bound(Obj &o, bool locked)
 {
     unsigned n = 0;
-    for (weft_ep *ep : eps) {
+    if (locked) {
+        std::lock_guard g(o.eps_mutex);
+        for (weft_ep *ep : o.eps) {
+            n += ep->ops->progress(ep);
+        }
+        return n;
+    }
+    for (weft_ep *ep : o.eps) {
         n += ep->ops->progress(ep);
     }
     return n;
 }
 
+}  // namespace
+
+unsigned weft_cq::progress()
+{
+    return progress_bound(*this, locked);
+}
+
 unsigned weft_cntr::progress()
 {
-    unsigned n = 0;
-    for (weft_ep *ep : eps) {
-        n += ep->ops->progress(ep);
-    }
-    return n;
+    return progress_bound(*this, domain->info.domain_attr.threading != WEFT_THREAD_DOMAIN);
 }
 
 // ------------------------------------------------------------------ address vector

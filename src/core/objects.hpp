@@ -211,7 +211,6 @@ struct weft_ep {
     weft_cntr *rx_cntr = nullptr;
     weft_av *av = nullptr;
     bool enabled = false;
-    std::size_t eager_size = 0;  ///< WEFT_OPT_EAGER_SIZE (0 = transport default)
     std::uint32_t ep_id = 0;
     weft::transport::wire_address addr{};
     std::vector<std::unique_ptr<weft::transport::iface>> tls;
