@@ -9,11 +9,14 @@
 #include "transport/shm/shm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstddef>
 #include <cstring>
+#include <cstdio>
 #include <ctime>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string>
@@ -80,15 +83,48 @@ constexpr base::config_table shm_config_table =
            static_cast<std::uint64_t>(ts.tv_nsec) / 1000U;
 }
 
+/// Set once pidfd_open returned ENOSYS (kernel < 5.3, or valgrind): stop trying.
+std::atomic<bool> pidfd_unsupported{false};
+
 /// pidfd_open(2) through syscall(): glibc before 2.36 has no wrapper.
 [[nodiscard]] int pidfd_open_pid(std::uint32_t pid) noexcept
 {
 #ifdef SYS_pidfd_open
-    return static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
-#else
+    if (!pidfd_unsupported.load(std::memory_order_relaxed)) {
+        const int fd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+        if (fd >= 0 || errno != ENOSYS) {
+            return fd;
+        }
+        pidfd_unsupported.store(true, std::memory_order_relaxed);
+    }
+#endif
     errno = ENOSYS;
     return -1;
-#endif
+}
+
+/// Without a pidfd: has `pid` exited? A zombie (exited, not yet reaped by its
+/// parent) counts as exited, as it does for a pidfd.
+[[nodiscard]] bool process_gone(std::uint32_t pid) noexcept
+{
+    if (kill(static_cast<pid_t>(pid), 0) == -1) {
+        return errno == ESRCH;  // EPERM: it exists
+    }
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno == ENOENT;
+    }
+    char buf[512];
+    const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return false;
+    }
+    buf[n] = '\0';
+    // "pid (comm) S ...": the state follows the last ')' (comm may contain ')').
+    const char *p = std::strrchr(buf, ')');
+    return p != nullptr && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
 [[nodiscard]] std::uint64_t random_cookie(std::uint32_t pid, std::uint32_t ep_id) noexcept
@@ -585,7 +621,7 @@ void shm_iface::poll_procs()
         if (p.pidfd >= 0) {
             pfds_.push_back({p.pidfd, POLLIN, 0});
             pfd_proc_.push_back(i);
-        } else if (kill(static_cast<pid_t>(p.pid), 0) == -1 && errno == ESRCH) {
+        } else if (process_gone(p.pid)) {
             p.dead = true;
         }
     }
