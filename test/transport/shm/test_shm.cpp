@@ -264,6 +264,9 @@ TEST(shm, bcopy_messages_with_iovec_and_offset)
         const received &r = b->rx[n];
         ASSERT_EQ(r.am_id, 3U);
         ASSERT_EQ(r.bytes.size(), sent[n].hl + sent[n].len) << "message " << n;
+        if (r.bytes.empty()) {
+            continue;  // memcmp with a null pointer is undefined, even for 0 bytes
+        }
         ASSERT_EQ(std::memcmp(r.bytes.data(), hdr, sent[n].hl), 0) << "message " << n;
         ASSERT_EQ(std::memcmp(r.bytes.data() + sent[n].hl, src.data() + sent[n].off, sent[n].len),
                   0)
