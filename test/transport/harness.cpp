@@ -392,13 +392,8 @@ weft_info *make_hints(const std::string &transport, std::uint64_t caps)
     WEFT_TCHECK_OK(weft_ep_bind_av(c.ep, c.av));
     WEFT_TCHECK_OK(weft_ep_enable(c.ep));
 
-    std::size_t len = sizeof(c.eager_size);
-    WEFT_TCHECK_OK(weft_ep_getopt(c.ep, WEFT_OPT_EAGER_SIZE, &c.eager_size, &len));
-    if (c.eager_size == 0) {
-        c.eager_size = fallback_eager_size;
-        c.eager_size_reported = false;
-    }
-    len = sizeof(c.inject_size);
+    c.eager_size = assumed_eager_size;
+    std::size_t len = sizeof(c.inject_size);
     WEFT_TCHECK_OK(weft_ep_getopt(c.ep, WEFT_OPT_INJECT_SIZE, &c.inject_size, &len));
 
     std::size_t addr_len = max_addr_len;
@@ -518,7 +513,7 @@ struct child {
 
 std::vector<std::string> all_transports()
 {
-    return {"self", "shm", "tcp", "verbs"};
+    return {"self", "shm", "tcp", "verbs", "auto"};
 }
 
 std::string transport_unavailable(const std::string &transport, std::uint64_t caps)

@@ -36,9 +36,11 @@ namespace weft::test {
 /// Capabilities every transport test asks for.
 inline constexpr std::uint64_t base_caps = WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRECTED_RECV;
 
-/// Eager/fragment boundary assumed when WEFT_OPT_EAGER_SIZE reads 0 (the shm
-/// transport's default bcopy unit); tests also use sizes around 64 KiB.
-inline constexpr std::size_t fallback_eager_size = 8192;
+/// Size around which messages switch from one bcopy unit to several fragments.
+/// weft.h does not expose it (WEFT_OPT_EAGER_SIZE was dropped), so tests use the
+/// shm transport's default bcopy unit (WEFT_SHM_BCOPY_SIZE = 8 KiB) and also
+/// sizes around 64 KiB (the self transport's unit) and far above both.
+inline constexpr std::size_t assumed_eager_size = 8192;
 
 /// Time limit of a single wait inside a child, in milliseconds.
 inline constexpr int default_wait_ms = 30000;
@@ -74,10 +76,8 @@ class rank_ctx {
     weft_cntr_t *rx_cntr = nullptr;  ///< bound for WEFT_RECV when run_options::counters
     weft_cq_format cq_format = WEFT_CQ_FORMAT_TAGGED;
 
-    /// WEFT_OPT_EAGER_SIZE after enable, or fallback_eager_size when the endpoint
-    /// reports 0 (then eager_size_reported is false).
+    /// Fragment boundary the tests straddle (assumed_eager_size).
     std::size_t eager_size = 0;
-    bool eager_size_reported = true;
     std::size_t inject_size = 0;  ///< WEFT_OPT_INJECT_SIZE
     std::size_t max_msg_size = 0;
     std::size_t iov_limit = 0;

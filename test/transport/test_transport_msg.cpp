@@ -100,6 +100,51 @@ TEST_P(transport_msg, ping_pong_every_size_0_to_16mib)
     ASSERT_TRUE(result);
 }
 
+// Every rank sends to every rank, itself included (for "auto" the message to
+// itself takes the self transport, the others shm), through any-source receives;
+// each receiver sees every source once with that pair's payload.
+TEST_P(transport_msg, all_pairs_including_self)
+{
+    const ::testing::AssertionResult result = run(3, [](rank_ctx &c) {
+        const auto n = static_cast<std::size_t>(c.nranks);
+        const std::size_t len = 3 * c.eager_size + 11;  // several fragments
+        std::vector<std::vector<unsigned char>> rbufs(n, std::vector<unsigned char>(len + 64));
+        std::vector<std::vector<unsigned char>> sbufs(n, std::vector<unsigned char>(len));
+        for (std::size_t i = 0; i < n; ++i) {
+            std::memset(rbufs[i].data(), fill_byte, len + 64);
+            c.post("trecv", [&] {
+                return weft_trecv(c.ep, rbufs[i].data(), len + 64, nullptr, WEFT_ADDR_UNSPEC, 0x77,
+                                  0, op_ctx(100 + i));
+            });
+        }
+        c.barrier();
+        for (std::size_t d = 0; d < n; ++d) {
+            fill_pattern(sbufs[d].data(), len, seed_of(c.rank, d, 0xa11));
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, sbufs[d].data(), len, nullptr, c.addrs[d], 0x77, op_ctx(d));
+            });
+        }
+        std::vector<int> seen(n, 0);
+        for (std::size_t i = 0; i < n; ++i) {
+            weft_addr_t src = WEFT_ADDR_NOTAVAIL;
+            const weft_cq_tagged_entry e = c.wait_ok(op_ctx(100 + i), &src);
+            WEFT_TCHECK_MSG(src < n, "source " + std::to_string(src));
+            ++seen[src];
+            WEFT_TCHECK_EQ(e.len, len);
+            check_payload(rbufs[i].data(), len, len + 64, seed_of(src, c.rank, 0xa11),
+                          "message from rank " + std::to_string(src));
+        }
+        for (std::size_t r = 0; r < n; ++r) {
+            WEFT_TCHECK_MSG(seen[r] == 1, "rank " + std::to_string(r) + " seen " +
+                                              std::to_string(seen[r]) + " times");
+        }
+        for (std::size_t d = 0; d < n; ++d) {
+            (void)c.wait_ok(op_ctx(d));
+        }
+    });
+    ASSERT_TRUE(result);
+}
+
 // ------------------------------------------------------------------ streams
 
 /// A stream of messages from `senders` logical senders (ranks 1..senders) to
