@@ -44,7 +44,7 @@ out=""
 quick=0
 check=1
 reps=10
-weft_perf="${WEFT_PERF:-}"
+weft_perf=""
 extra=()
 
 while [ $# -gt 0 ]; do
@@ -73,8 +73,13 @@ esac
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src_dir=$(cd "$script_dir/.." && pwd)
 if [ -n "$weft_perf" ]; then
-    [ -x "$weft_perf" ] || die "$weft_perf (from the argument or \$WEFT_PERF) is not an executable"
+    [ -x "$weft_perf" ] || die "$weft_perf (the argument) is not an executable"
+elif [ -n "${WEFT_PERF:-}" ] && [ -x "$WEFT_PERF" ] && [ -f "$WEFT_PERF" ]; then
+    weft_perf="$WEFT_PERF"
 else
+    if [ -n "${WEFT_PERF:-}" ]; then
+        echo "compare.sh: warning: \$WEFT_PERF=$WEFT_PERF is not an executable; searching" >&2
+    fi
     for c in ./perf/weft_perf ./weft_perf "$src_dir/perf/weft_perf" \
              "$src_dir"/build*/perf/weft_perf "$src_dir"/../build*/perf/weft_perf; do
         if [ -x "$c" ] && [ -f "$c" ]; then
