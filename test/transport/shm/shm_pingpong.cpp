@@ -9,12 +9,16 @@
 // Latency: the parent sends `size` bytes, the child answers with `size` bytes;
 // one-way latency = round trip / 2. Rate: the parent streams `stream_msgs`
 // messages, then an end marker; the child answers with its count. Each run prints
-// one line (the receiver copies every payload out, as the layer above would);
+// one line, starting with the hardware floor measured at the same moment
+// (line_us: one cache line bounced between the two processes; the machine is
+// shared, so compare the transport with it rather than with a fixed number)
+// (the receiver copies every payload out, as the layer above would);
 // the summary gives min, median and max over the runs. Besides the
 // means, each run also reports the median round trip and the median rate of
 // 64k-message chunks, which a preemption on this shared machine does not skew.
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -22,7 +26,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,7 +43,11 @@ namespace tl = weft::transport;
 using weft::base::status;
 
 enum am : unsigned { am_ping = 0, am_data = 1, am_ctl = 2 };
-enum ctl : std::uint64_t { ctl_stream_end = 1, ctl_exit = 2 };
+enum ctl : std::uint64_t { ctl_stream_end = 1, ctl_exit = 2, ctl_baseline = 3 };
+
+/// The hardware floor, measured in every run next to the transport: one cache line
+/// bounced between the same two processes (a MAP_SHARED page made before fork).
+std::atomic<std::uint64_t> *line = nullptr;
 
 constexpr std::uint64_t node = 0x7070;
 
@@ -192,6 +202,15 @@ std::unique_ptr<side> setup(int fd, std::uint32_t ep_id)
             if (s->ctl_value == ctl_exit) {
                 break;
             }
+            if (s->ctl_value == ctl_baseline) {
+                // Release/acquire: each store hands the line to the other side.
+                for (long i = 0; i < o.lat_iters; ++i) {
+                    while (line->load(std::memory_order_acquire) != 2 * std::uint64_t(i) + 1) {
+                    }
+                    line->store(2 * std::uint64_t(i) + 2, std::memory_order_release);
+                }
+                continue;
+            }
             send_ctl(*s, s->data);  // stream end: answer with the count
             s->data = 0;
         }
@@ -248,6 +267,12 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "bad arguments\n");
         return 2;
     }
+    void *page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) {
+        std::perror("mmap");
+        return 1;
+    }
+    line = new (page) std::atomic<std::uint64_t>(0);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
         std::perror("socketpair");
@@ -279,8 +304,9 @@ int main(int argc, char **argv)
     std::printf("# shm_pingpong: %s %zu B, %d runs, %ld round trips, %ld streamed msgs, %s\n",
                 o.bcopy ? "bcopy" : "short", o.size, o.runs, o.lat_iters, o.stream_msgs,
                 o.pin ? "pinned to CPUs 0/1" : "not pinned");
-    std::printf("# run  lat_mean_us  lat_med_us  rate_Mmsg/s  rate_med_Mmsg/s\n");
+    std::printf("# run  line_us  lat_mean_us  lat_med_us  rate_Mmsg/s  rate_med_Mmsg/s\n");
     using clock = std::chrono::steady_clock;
+    std::vector<double> base;      // per run: one-way cache-line transfer (hardware floor)
     std::vector<double> lat;       // per run: mean one-way latency
     std::vector<double> lat_med;   // per run: median round trip / 2
     std::vector<double> rate;      // per run: messages / total time
@@ -290,6 +316,18 @@ int main(int argc, char **argv)
     constexpr long chunk = 65536;
     std::uint64_t expect_pongs = 0;
     for (int run = 0; run < o.runs; ++run) {
+        // Hardware floor: one cache line, same processes, same moment.
+        line->store(0, std::memory_order_relaxed);
+        send_ctl(*s, ctl_baseline);  // its publish (release) orders the reset before
+        const clock::time_point tb = clock::now();
+        for (long i = 0; i < o.lat_iters; ++i) {
+            line->store(2 * std::uint64_t(i) + 1, std::memory_order_release);
+            while (line->load(std::memory_order_acquire) != 2 * std::uint64_t(i) + 2) {
+            }
+        }
+        base.push_back(std::chrono::duration<double, std::micro>(clock::now() - tb).count() /
+                       o.lat_iters / 2);
+
         // Latency (with a warm-up of a tenth of the iterations).
         const long warm = o.lat_iters / 10;
         clock::time_point t0{};
@@ -342,8 +380,8 @@ int main(int argc, char **argv)
         }
         rate.push_back(static_cast<double>(o.stream_msgs) / sec / 1e6);
         rate_med.push_back(chunk_rates.empty() ? rate.back() : median(chunk_rates));
-        std::printf("%5d  %10.4f  %10.4f  %10.2f  %10.2f\n", run, lat.back(), lat_med.back(),
-                    rate.back(), rate_med.back());
+        std::printf("%5d  %8.4f  %10.4f  %10.4f  %10.2f  %10.2f\n", run, base.back(), lat.back(),
+                    lat_med.back(), rate.back(), rate_med.back());
         std::fflush(stdout);
     }
     send_ctl(*s, ctl_exit);
@@ -352,6 +390,7 @@ int main(int argc, char **argv)
                     *std::min_element(v.begin(), v.end()), median(v),
                     *std::max_element(v.begin(), v.end()));
     };
+    summary("line_us", base);
     summary("lat_mean_us", lat);
     summary("lat_med_us", lat_med);
     summary("rate_Mmsg/s", rate);
