@@ -230,6 +230,52 @@ TEST_P(transport_cq, counters)
     ASSERT_TRUE(result);
 }
 
+// weft_cq_wait times out on an empty CQ and returns once an entry (or an error
+// entry) is there, driving progress itself.
+TEST_P(transport_cq, cq_wait)
+{
+    const ::testing::AssertionResult result = run(2, [](rank_ctx &c) {
+        std::vector<unsigned char> buf(64, fill_byte);
+        if (c.plays(0)) {
+            WEFT_TCHECK_EQ(weft_cq_wait(c.cq, 20), -WEFT_ETIMEDOUT);
+            c.post("trecv", [&] {
+                return weft_trecv(c.ep, buf.data(), 64, nullptr, c.peer(1), 0xF1, 0, op_ctx(1));
+            });
+            c.post("trecv", [&] {  // will be truncated: an error entry
+                return weft_trecv(c.ep, buf.data(), 4, nullptr, c.peer(1), 0xF2, 0, op_ctx(2));
+            });
+        }
+        c.barrier();
+        std::vector<unsigned char> sbuf(64);
+        if (c.plays(1)) {
+            fill_pattern(sbuf.data(), 64, seed_of(0xF1));
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, sbuf.data(), 64, nullptr, c.peer(0), 0xF1, op_ctx(3));
+            });
+        }
+        if (c.plays(0)) {
+            WEFT_TCHECK_OK(weft_cq_wait(c.cq, 30000));
+            (void)c.wait_ok(op_ctx(1), nullptr, 0);  // already there: no waiting needed
+            check_payload(buf.data(), 64, 64, seed_of(0xF1), "message");
+        }
+        c.barrier();
+        if (c.plays(1)) {
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, sbuf.data(), 64, nullptr, c.peer(0), 0xF2, op_ctx(4));
+            });
+        }
+        if (c.plays(0)) {
+            WEFT_TCHECK_OK(weft_cq_wait(c.cq, 30000));
+            WEFT_TCHECK_EQ(c.wait_err(op_ctx(2), 0).err, WEFT_ETRUNC);
+        }
+        if (c.plays(1)) {
+            (void)c.wait_ok(op_ctx(3));
+            (void)c.wait_ok(op_ctx(4));
+        }
+    });
+    ASSERT_TRUE(result);
+}
+
 WEFT_TRANSPORT_SUITE(transport_cq);
 
 }  // namespace

@@ -560,6 +560,34 @@ TEST_P(transport_msg, inject)
                               "injected message " + std::to_string(k));
             }
         }
+
+        // Many injects before any receive is posted: they fill the peer's queue
+        // (-WEFT_EAGAIN, retried) and wait as unexpected messages, in order.
+        constexpr std::size_t bulk = 2000;
+        const std::size_t blen = std::min<std::size_t>(c.inject_size, 100);
+        if (c.plays(1)) {
+            std::vector<unsigned char> buf(blen);
+            for (std::size_t k = 0; k < bulk; ++k) {
+                fill_pattern(buf.data(), blen, seed_of(k, 0xb1));
+                c.post("tinject",
+                       [&] { return weft_tinject(c.ep, buf.data(), blen, c.peer(0), 0x5AA); });
+            }
+        }
+        c.barrier();
+        if (c.plays(0)) {
+            std::vector<unsigned char> rb(blen + 64);
+            for (std::size_t k = 0; k < bulk; ++k) {
+                std::memset(rb.data(), fill_byte, rb.size());
+                c.post("trecv", [&] {
+                    return weft_trecv(c.ep, rb.data(), blen + 64, nullptr, c.peer(1), 0x5AA, 0,
+                                      op_ctx(1000 + k));
+                });
+                const weft_cq_tagged_entry r = c.wait_ok(op_ctx(1000 + k));
+                WEFT_TCHECK_EQ(r.len, blen);
+                check_payload(rb.data(), blen, blen + 64, seed_of(k, 0xb1),
+                              "bulk inject " + std::to_string(k));
+            }
+        }
     });
     ASSERT_TRUE(result);
 }
