@@ -15,7 +15,7 @@
 // (the receiver copies every payload out, as the layer above would);
 // the summary gives min, median and max over the runs. Besides the
 // means, each run also reports the median round trip and the median rate of
-// 64k-message chunks, which a preemption on this shared machine does not skew.
+// sixteenths of the stream, which a preemption on this shared machine does not skew.
 
 #include <algorithm>
 #include <atomic>
@@ -304,16 +304,17 @@ int main(int argc, char **argv)
     std::printf("# shm_pingpong: %s %zu B, %d runs, %ld round trips, %ld streamed msgs, %s\n",
                 o.bcopy ? "bcopy" : "short", o.size, o.runs, o.lat_iters, o.stream_msgs,
                 o.pin ? "pinned to CPUs 0/1" : "not pinned");
-    std::printf("# run  line_us  lat_mean_us  lat_med_us  rate_Mmsg/s  rate_med_Mmsg/s\n");
+    std::printf("# run  line_us  lat_mean_us  lat_med_us  rate_Mmsg/s  rate_med_Mmsg/s  GB/s\n");
     using clock = std::chrono::steady_clock;
     std::vector<double> base;      // per run: one-way cache-line transfer (hardware floor)
     std::vector<double> lat;       // per run: mean one-way latency
     std::vector<double> lat_med;   // per run: median round trip / 2
     std::vector<double> rate;      // per run: messages / total time
-    std::vector<double> rate_med;  // per run: median rate of 64k-message chunks
+    std::vector<double> rate_med;  // per run: median rate of stream sixteenths
+    std::vector<double> gbs;       // per run: rate_med * size
     std::vector<double> rtt;
     std::vector<double> chunk_rates;
-    constexpr long chunk = 65536;
+    const long chunk = std::max(256L, o.stream_msgs / 16);  // about 16 chunks per run
     std::uint64_t expect_pongs = 0;
     for (int run = 0; run < o.runs; ++run) {
         // Hardware floor: one cache line, same processes, same moment.
@@ -380,8 +381,9 @@ int main(int argc, char **argv)
         }
         rate.push_back(static_cast<double>(o.stream_msgs) / sec / 1e6);
         rate_med.push_back(chunk_rates.empty() ? rate.back() : median(chunk_rates));
-        std::printf("%5d  %8.4f  %10.4f  %10.4f  %10.2f  %10.2f\n", run, base.back(), lat.back(),
-                    lat_med.back(), rate.back(), rate_med.back());
+        gbs.push_back(rate_med.back() * static_cast<double>(o.size) / 1e3);
+        std::printf("%5d  %8.4f  %10.4f  %10.4f  %10.4f  %10.4f  %8.3f\n", run, base.back(),
+                    lat.back(), lat_med.back(), rate.back(), rate_med.back(), gbs.back());
         std::fflush(stdout);
     }
     send_ctl(*s, ctl_exit);
@@ -395,6 +397,7 @@ int main(int argc, char **argv)
     summary("lat_med_us", lat_med);
     summary("rate_Mmsg/s", rate);
     summary("rate_med_Mmsg/s", rate_med);
+    summary("GB/s (rate_med)", gbs);
     s.reset();
     (void)write(sv[0], "x", 1);
     int st = 0;
