@@ -16,6 +16,9 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace weft::test {
 
@@ -444,6 +447,13 @@ weft_info *make_hints(const std::string &transport, std::uint64_t caps)
     WEFT_TCHECK_OK(weft_domain_close(c.domain));
     WEFT_TCHECK_OK(weft_fabric_close(c.fabric));
     weft_info_free(c.info);
+#ifdef __SANITIZE_ADDRESS__
+    // _exit() skips LeakSanitizer's exit-time check: run it here, after every
+    // object was closed, so that a leak in the library fails the test.
+    if (__lsan_do_recoverable_leak_check() != 0) {
+        check_failed(__FILE__, __LINE__, "no leaks", "LeakSanitizer report above");
+    }
+#endif
     std::fflush(stdout);
     std::fflush(stderr);
     _exit(0);

@@ -4,6 +4,7 @@
 // to report it (and to report success for a body that does nothing wrong).
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <unistd.h>
@@ -67,7 +68,8 @@ TEST_F(harness, crash_fails_the_run)
         }
     });
     EXPECT_FALSE(r);
-    EXPECT_NE(failure_of(r).find("signal"), std::string::npos) << failure_of(r);
+    // A signal, or exit status 1 when AddressSanitizer's handler reports the SEGV.
+    EXPECT_NE(failure_of(r).find("rank 0 "), std::string::npos) << failure_of(r);
 }
 
 TEST_F(harness, hang_fails_the_run_within_the_time_limit)
@@ -129,6 +131,32 @@ TEST_F(harness, unclaimed_completion_fails_the_run)
     });
     EXPECT_FALSE(r);
     EXPECT_NE(failure_of(r).find("rank 0 exited with 1"), std::string::npos) << failure_of(r);
+}
+
+#ifdef __SANITIZE_ADDRESS__
+volatile std::uintptr_t leak_sink;
+
+[[gnu::noinline]] void leak_some_memory()
+{
+    auto *p = new char[100];
+    p[0] = 1;
+    leak_sink = reinterpret_cast<std::uintptr_t>(p) & 1;  // use it, keep no pointer to it
+}
+#endif
+
+TEST_F(harness, leak_fails_the_run_under_asan)
+{
+#ifndef __SANITIZE_ADDRESS__
+    GTEST_SKIP() << "leak checks need an AddressSanitizer build (configure --enable-asan)";
+#else
+    const ::testing::AssertionResult r = weft::test::run_ranks(2, transport_, [](rank_ctx &c) {
+        if (c.rank == 1) {
+            leak_some_memory();
+        }
+    });
+    EXPECT_FALSE(r);
+    EXPECT_NE(failure_of(r).find("rank 1 exited with 1"), std::string::npos) << failure_of(r);
+#endif
 }
 
 TEST_F(harness, corrupted_payload_fails_the_run)
