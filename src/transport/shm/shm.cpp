@@ -84,6 +84,8 @@ constexpr base::config_table shm_config_table =
 }
 
 /// Set once pidfd_open returned ENOSYS (kernel < 5.3, or valgrind): stop trying.
+/// Relaxed loads and stores: a process-local hint; a stale read costs one more
+/// ENOSYS, nothing else.
 std::atomic<bool> pidfd_unsupported{false};
 
 /// pidfd_open(2) through syscall(): glibc before 2.36 has no wrapper.
@@ -323,8 +325,9 @@ shm_iface::~shm_iface()
         c.slot->state.store(slot_state(slot_kind::closed, pid_), std::memory_order_release);
         c.hdr->ctl.reg_gen.fetch_add(1, std::memory_order_release);
     }
-    // Senders that check find the closed flag and fail later sends.
-    hdr_->ctl.closed.store(1, std::memory_order_release);
+    // Senders that check find the closed flag and fail later sends. Relaxed: a
+    // flag; they read nothing else on the strength of it.
+    hdr_->ctl.closed.store(1, std::memory_order_relaxed);
     for (proc &p : procs_) {
         if (p.pidfd >= 0) {
             close(p.pidfd);
@@ -844,6 +847,8 @@ status shm_iface::connect(const wire_address &peer, conn_id &out)
                  name_.c_str(), peer.pid, peer.ep_id, geo.nslots);
         return status::no_memory;
     }
+    // Relaxed (and the plain address copy): ordered for the receiver by the
+    // release increment below and by our first publish.
     mine->resv.store(0, std::memory_order_relaxed);
     std::memcpy(&mine->addr, &my_addr_, sizeof(my_addr_));
     // Release: the receiver acquires reg_gen, then reads our slot state and pid.
@@ -874,6 +879,9 @@ status shm_iface::remote_address(src_id src, wire_address &out) const
     if (src >= nslots_) {
         return status::no_entry;
     }
+    // Acquire: pairs with the claim CAS and the close store, so the state and the
+    // address we copy below belong together (the address also precedes, in the
+    // sender's order, every cell it published).
     const std::uint64_t st = slots_[src].state.load(std::memory_order_acquire);
     if (slot_state_kind(st) != slot_kind::active && slot_state_kind(st) != slot_kind::closed) {
         return status::no_entry;
