@@ -414,6 +414,49 @@ TEST_P(transport_msg, unexpected_before_posted)
     ASSERT_TRUE(result);
 }
 
+// Zero-byte messages may use NULL buffers on both sides, expected and unexpected
+// (an AddressSanitizer/UBSan build also catches memcpy/memset on NULL here).
+TEST_P(transport_msg, zero_bytes_with_null_buffers)
+{
+    const ::testing::AssertionResult result = run(2, [](rank_ctx &c) {
+        if (c.plays(0)) {  // expected: posted before the send
+            c.post("trecv", [&] {
+                return weft_trecv(c.ep, nullptr, 0, nullptr, c.peer(1), 0x3A0, 0, op_ctx(10));
+            });
+        }
+        c.barrier();
+        if (c.plays(1)) {
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, nullptr, 0, nullptr, c.peer(0), 0x3A0, op_ctx(1));
+            });
+            c.post("tsend", [&] {  // unexpected: received after a barrier
+                return weft_tsend(c.ep, nullptr, 0, nullptr, c.peer(0), 0x3A1, op_ctx(2));
+            });
+            c.post("tinject", [&] { return weft_tinject(c.ep, nullptr, 0, c.peer(0), 0x3A2); });
+        }
+        c.barrier();
+        if (c.plays(0)) {
+            c.progress_for(20);
+            for (std::uint64_t k = 1; k <= 2; ++k) {
+                c.post("trecv", [&] {
+                    return weft_trecv(c.ep, nullptr, 0, nullptr, c.peer(1), 0x3A0 + k, 0,
+                                      op_ctx(10 + k));
+                });
+            }
+            for (std::uint64_t k = 0; k <= 2; ++k) {
+                const weft_cq_tagged_entry e = c.wait_ok(op_ctx(10 + k));
+                WEFT_TCHECK_EQ(e.len, 0);
+                WEFT_TCHECK_EQ(e.tag, 0x3A0 + k);
+            }
+        }
+        if (c.plays(1)) {
+            (void)c.wait_ok(op_ctx(1));
+            (void)c.wait_ok(op_ctx(2));
+        }
+    });
+    ASSERT_TRUE(result);
+}
+
 // ------------------------------------------------------------------ iovec
 
 struct iov_case {
