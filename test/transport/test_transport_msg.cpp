@@ -3,6 +3,9 @@
 // inject and remote CQ data. Each test runs over every transport (harness.hpp).
 
 #include <algorithm>
+#include <atomic>
+#include <sched.h>
+#include <thread>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -717,6 +720,106 @@ TEST_P(transport_msg, remote_cq_data)
                 for (std::size_t k = 0; k < n + 3; ++k) {
                     if (k != n) {  // k == n is the tinjectdata: no completion
                         (void)c.wait_ok(op_ctx(k));
+                    }
+                }
+            }
+        },
+        opt);
+    ASSERT_TRUE(result);
+}
+
+// ------------------------------------------------------------------ threads
+
+// WEFT_THREAD_SAFE (the default): two threads per rank post sends and receives on
+// one endpoint at once while the main thread reads the CQ. Each thread's
+// messages keep their order (one tag per thread) and arrive intact.
+TEST_P(transport_msg, threads_share_an_endpoint)
+{
+    weft::test::run_options opt;
+    opt.timeout_s = 120;
+    const ::testing::AssertionResult result = run(
+        2,
+        [](rank_ctx &c) {
+            WEFT_TCHECK_EQ(c.info->domain_attr.threading, WEFT_THREAD_SAFE);
+            constexpr int nthreads = 2;
+            constexpr std::size_t per_thread = 300;
+            auto len_of = [](std::size_t k) { return k % 5 == 4 ? 20000 + k : 16 + k % 200; };
+            const std::size_t cap = 20000 + per_thread;
+            std::vector<std::vector<unsigned char>> rbufs(nthreads * per_thread);
+            std::vector<std::vector<unsigned char>> sbufs(nthreads * per_thread);
+            auto ctx_of = [](bool recv, int t, std::size_t k) {
+                return op_ctx((recv ? 100000 : 0) + static_cast<std::uint64_t>(t) * 10000 + k);
+            };
+            std::atomic<int> failed{0};
+            auto worker = [&](int t) {
+                // Post with retry on -WEFT_EAGAIN; only the main thread reads the CQ.
+                auto retry = [&](const auto &fn) {
+                    for (long spins = 0;; ++spins) {
+                        const ssize_t rc = fn();
+                        if (rc != -WEFT_EAGAIN) {
+                            return rc;
+                        }
+                        if (spins > 100000000L) {
+                            return rc;
+                        }
+                        sched_yield();
+                    }
+                };
+                for (std::size_t k = 0; k < per_thread; ++k) {
+                    const std::size_t i = static_cast<std::size_t>(t) * per_thread + k;
+                    if (c.plays(0)) {
+                        rbufs[i].assign(cap, fill_byte);
+                        if (retry([&] {
+                                return weft_trecv(c.ep, rbufs[i].data(), cap, nullptr, c.peer(1),
+                                                  0x900 + t, 0, ctx_of(true, t, k));
+                            }) != 0) {
+                            failed.fetch_add(1);
+                            return;
+                        }
+                    }
+                    if (c.plays(1)) {
+                        sbufs[i].resize(len_of(k));
+                        fill_pattern(sbufs[i].data(), len_of(k), seed_of(t, k, 0x7d));
+                        if (retry([&] {
+                                return weft_tsend(c.ep, sbufs[i].data(), len_of(k), nullptr,
+                                                  c.peer(0), 0x900 + t, ctx_of(false, t, k));
+                            }) != 0) {
+                            failed.fetch_add(1);
+                            return;
+                        }
+                    }
+                }
+            };
+            std::vector<std::thread> threads;
+            for (int t = 0; t < nthreads; ++t) {
+                threads.emplace_back(worker, t);
+            }
+            for (int t = 0; t < nthreads; ++t) {
+                for (std::size_t k = 0; k < per_thread; ++k) {
+                    if (c.plays(0)) {
+                        const weft_cq_tagged_entry e = c.wait_ok(ctx_of(true, t, k));
+                        WEFT_TCHECK_EQ(e.tag, 0x900 + static_cast<std::uint64_t>(t));
+                        WEFT_TCHECK_MSG(e.len == len_of(k),
+                                        "thread " + std::to_string(t) + " message " +
+                                            std::to_string(k) + ": length " +
+                                            std::to_string(e.len) + " (out of order?)");
+                    }
+                    if (c.plays(1)) {
+                        (void)c.wait_ok(ctx_of(false, t, k));
+                    }
+                }
+            }
+            for (std::thread &th : threads) {
+                th.join();
+            }
+            WEFT_TCHECK_EQ(failed.load(), 0);
+            if (c.plays(0)) {
+                for (int t = 0; t < nthreads; ++t) {
+                    for (std::size_t k = 0; k < per_thread; ++k) {
+                        const std::size_t i = static_cast<std::size_t>(t) * per_thread + k;
+                        check_payload(
+                            rbufs[i].data(), len_of(k), cap, seed_of(t, k, 0x7d),
+                            "thread " + std::to_string(t) + " message " + std::to_string(k));
                     }
                 }
             }
