@@ -115,6 +115,7 @@ int main(int argc, char **argv)
     if (hints == nullptr) {
         return 1;
     }
+    hints->caps = WEFT_VARIABLE_MSG;  // list the capabilities offered on request too
     if (transport != nullptr) {
         std::snprintf(hints->transport, sizeof(hints->transport), "%s", transport);
     }

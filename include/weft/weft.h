@@ -85,7 +85,7 @@ typedef uint64_t weft_addr_t;
 #define WEFT_RMA (1ULL << 4)            /**< cap: one-sided RMA (later) */
 #define WEFT_ATOMIC (1ULL << 5)         /**< cap: atomics (later) */
 #define WEFT_TRIGGER (1ULL << 6)        /**< cap: triggered operations (later) */
-#define WEFT_VARIABLE_MSG (1ULL << 7)   /**< cap and CQ flag: variable-length messages (later) */
+#define WEFT_VARIABLE_MSG (1ULL << 7)   /**< cap and CQ flag: variable-length messages */
 
 #define WEFT_SEND (1ULL << 16)       /**< CQ flag: a send completed; bind flag: transmit side */
 #define WEFT_RECV (1ULL << 17)       /**< CQ flag: a receive completed; bind flag: receive side */
@@ -119,6 +119,17 @@ enum weft_threading {
     WEFT_THREAD_DOMAIN,     /**< the application serialises calls per domain: no locks */
 };
 
+/**
+ * Credit mode of an endpoint (weft_ep_attr::credit_mode). Flow control is always
+ * on: every message consumes a receive credit at its receiver, and credits come
+ * back piggybacked on traffic (docs/credits.md). The mode says what a send does
+ * when the peer has granted no credit.
+ */
+enum weft_credit_mode {
+    WEFT_CREDITS_QUEUE = 0, /**< the send is queued inside weft and goes out when credits return */
+    WEFT_CREDITS_EAGAIN,    /**< the send returns -WEFT_EAGAIN (after driving progress) */
+};
+
 /** Endpoint attributes. Limits are reported by weft_getinfo(). */
 struct weft_ep_attr {
     size_t inject_size;  /**< largest weft_tinject() payload */
@@ -127,6 +138,7 @@ struct weft_ep_attr {
     size_t rx_size;      /**< receive queue depth (posted receives) */
     size_t iov_limit;    /**< largest iovec count for sendv/recvv */
     uint64_t msg_order;  /**< WEFT_ORDER_* bits */
+    enum weft_credit_mode credit_mode; /**< what a send without credits does */
 };
 
 /** Domain attributes. */
@@ -377,6 +389,13 @@ int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen);
 enum weft_ep_opt {
     WEFT_OPT_INJECT_SIZE = 1, /**< size_t, read-only: largest inject */
     WEFT_OPT_MAX_MSG_SIZE,    /**< size_t, read-only: largest message */
+    /**
+     * size_t: with the WEFT_VARIABLE_MSG capability, messages longer than this are
+     * variable messages (notified, then claimed or discarded); set before
+     * weft_ep_enable(), the same on both sides. Default: the WEFT_RNDV_THRESH
+     * configuration variable (messages above it also use rendezvous).
+     */
+    WEFT_OPT_VAR_MSG_THRESHOLD,
 };
 
 /** Set an option (before weft_ep_enable()). */
@@ -389,6 +408,41 @@ int weft_ep_getopt(weft_ep_t *ep, int opt, void *val, size_t *len);
  * @return number of events processed (>= 0), or a negative code.
  */
 int weft_ep_progress(weft_ep_t *ep);
+
+/* ------------------------------------------------------------------ credits */
+
+/** Credit counts of an endpoint, for one peer or summed over all peers. */
+struct weft_credits {
+    uint64_t send;        /**< messages (credits) that may still be sent now */
+    uint64_t recv;        /**< messages (credits) still granted to be received */
+    uint64_t send_window; /**< credits a peer grants at connection set-up */
+    uint64_t recv_window; /**< credits this endpoint grants each peer */
+};
+
+/**
+ * Current credits of @p ep towards @p peer, or summed over the peers it has
+ * talked to when @p peer is WEFT_ADDR_UNSPEC. An application may use them to
+ * send only what will not be refused, or ignore them and rely on -WEFT_EAGAIN.
+ */
+int weft_ep_credits(weft_ep_t *ep, weft_addr_t peer, struct weft_credits *credits);
+
+/** Cost in credits of sending the gather list (what weft_ep_credits() send drops by). */
+ssize_t weft_ep_sendv_cost(weft_ep_t *ep, const struct iovec *iov, size_t count);
+
+/** Cost in credits of a receive of the scatter list (what the sender's grant drops by). */
+ssize_t weft_ep_recvv_cost(weft_ep_t *ep, const struct iovec *iov, size_t count);
+
+/* ------------------------------------------------------------------ variable-length messages */
+
+/**
+ * The op_context of a WEFT_VARIABLE_MSG notification points to one of these,
+ * owned by weft until the message is claimed or discarded. The application may
+ * set op_context before claiming: the claim's completion reports it.
+ */
+struct weft_var_context {
+    void *op_context;  /**< reported by the claim's (or discard's) completion */
+    void *internal[3]; /**< owned by weft */
+};
 
 /* ------------------------------------------------------------------ tagged messages */
 
@@ -448,6 +502,14 @@ ssize_t weft_trecvv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t 
  * - WEFT_PEEK | WEFT_DISCARD: remove a matching message without copying it; a
  *   completion reports its length.
  * - WEFT_CLAIM | WEFT_DISCARD: discard the message reserved in msg->context.
+ *
+ * Variable messages: after a notification (CQ flag WEFT_VARIABLE_MSG, op_context
+ * a struct weft_var_context *, len and tag of the message), post WEFT_CLAIM with
+ * msg->context = that weft_var_context and the buffers: the data is transferred
+ * straight into them and a normal completion follows, with op_context set from the
+ * var context. Or post WEFT_DISCARD with the var context: buffers are ignored, no
+ * data moves, and a completion reports the message length with buf NULL. Either
+ * way the sender's operation completes normally.
  */
 ssize_t weft_trecvmsg(weft_ep_t *ep, const struct weft_msg_tagged *msg, uint64_t flags);
 

@@ -18,8 +18,11 @@ namespace transport = weft::transport;
 
 namespace {
 
-constexpr std::uint64_t supported_caps =
+/// What every endpoint does.
+constexpr std::uint64_t default_caps =
     WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRECTED_RECV | WEFT_REMOTE_CQ_DATA;
+/// Also offered, when asked for (they change receive semantics).
+constexpr std::uint64_t supported_caps = default_caps | WEFT_VARIABLE_MSG;
 
 bool valid_threading(weft_threading t)
 {
@@ -33,7 +36,7 @@ bool valid_progress(weft_progress p)
 void fill_info(weft_info &i, const char *name, const weft_info *hints, const core::core_config &cfg)
 {
     i = {};
-    i.caps = supported_caps;
+    i.caps = default_caps | (hints != nullptr ? hints->caps : 0);
     std::snprintf(i.transport, sizeof(i.transport), "%s", name);
     char host[64] = {};
     (void)gethostname(host, sizeof(host) - 1);
@@ -814,11 +817,17 @@ int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen)
 
 int weft_ep_setopt(weft_ep_t *ep, int opt, const void *val, size_t len)
 {
-    (void)len;
     if (ep == nullptr || val == nullptr) {
         return -WEFT_EINVAL;
     }
     switch (opt) {
+        case WEFT_OPT_VAR_MSG_THRESHOLD:
+            if (len != sizeof(size_t) || ep->enabled) {
+                return -WEFT_EINVAL;
+            }
+            std::memcpy(&ep->var_thresh, val, sizeof(size_t));
+            ep->var_thresh_set = true;
+            return 0;
         case WEFT_OPT_INJECT_SIZE:
         case WEFT_OPT_MAX_MSG_SIZE:
             return -WEFT_EINVAL;  // read-only
@@ -839,6 +848,9 @@ int weft_ep_getopt(weft_ep_t *ep, int opt, void *val, size_t *len)
             break;
         case WEFT_OPT_MAX_MSG_SIZE:
             v = ep->info.ep_attr.max_msg_size;
+            break;
+        case WEFT_OPT_VAR_MSG_THRESHOLD:
+            v = ep->var_thresh_set ? ep->var_thresh : ep->domain->cfg.rndv_thresh;
             break;
         default:
             return -WEFT_ENOENT;
@@ -965,9 +977,6 @@ ssize_t weft_trecvmsg(weft_ep_t *ep, const weft_msg_tagged *msg, uint64_t flags)
     if (ep == nullptr || !ep->enabled || msg == nullptr || (flags & ~ok_flags) != 0 ||
         msg->iov_count > proto::max_iov || (msg->msg_iov == nullptr && msg->iov_count != 0))
         [[unlikely]] {
-        return -WEFT_EINVAL;
-    }
-    if ((flags & WEFT_DISCARD) != 0 && (flags & (WEFT_PEEK | WEFT_CLAIM)) == 0) {
         return -WEFT_EINVAL;
     }
     const proto::recv_args a{msg->msg_iov, msg->iov_count, msg->addr, msg->tag,

@@ -18,6 +18,7 @@ struct core_config {
     std::size_t max_msg_size;         ///< largest message
     std::uint64_t match_hash_bits;    ///< log2 of tag-matching hash buckets
     std::uint64_t progress_sleep_us;  ///< auto progress: idle sleep
+    std::size_t rndv_thresh;          ///< messages above this use rendezvous
 };
 
 inline constexpr base::config_field core_config_fields[] = {
@@ -42,6 +43,10 @@ inline constexpr base::config_field core_config_fields[] = {
     base::make_field<&core_config::progress_sleep_us>(
         "PROGRESS_SLEEP", base::config_type::time_us, "50us",
         "auto progress: how long the progress thread sleeps when idle"),
+    base::make_field<&core_config::rndv_thresh>(
+        "RNDV_THRESH", base::config_type::size, "16k",
+        "messages longer than this use rendezvous (data read from the sender's buffer); "
+        "also the default variable-message threshold"),
 };
 
 inline constexpr base::config_table core_config_table =

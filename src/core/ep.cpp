@@ -257,11 +257,18 @@ int ep_enable(weft_ep *ep)
             return base::to_c(st);
         }
     }
+    // Variable messages: the application's threshold (the same on both sides) is
+    // also where this endpoint switches its own sends to rendezvous.
+    const bool variable = (ep->info.caps & WEFT_VARIABLE_MSG) != 0;
+    const std::size_t rndv = variable && ep->var_thresh_set ? ep->var_thresh : cfg.rndv_thresh;
     const proto::engine_params ep_params{
         .max_msg_size = cfg.max_msg_size,
         .tx_size = cfg.tx_size,
         .inject_size = cfg.inject_size,
         .match_hash_bits = static_cast<unsigned>(std::min<std::uint64_t>(cfg.match_hash_bits, 24)),
+        .rndv_thresh = rndv,
+        .variable = variable,
+        .var_thresh = rndv,
     };
     ep->engine = std::make_unique<proto::tag_engine>(ep_params, *ep->av);
     for (auto &tl : ep->tls) {

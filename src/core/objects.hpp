@@ -212,6 +212,8 @@ struct weft_ep {
     weft_av *av = nullptr;
     bool enabled = false;
     std::uint32_t ep_id = 0;
+    std::size_t var_thresh = 0;  ///< WEFT_OPT_VAR_MSG_THRESHOLD
+    bool var_thresh_set = false;
     weft::transport::wire_address addr{};
     std::vector<std::unique_ptr<weft::transport::iface>> tls;
     std::unique_ptr<weft::proto::tag_engine> engine;

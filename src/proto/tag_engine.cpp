@@ -87,6 +87,7 @@ tag_engine::~tag_engine()
     for (auto *u : claimed_) {
         free_unexpected(u);
     }
+    claimed_.clear();
     for (auto &v : sources_) {
         for (auto &s : v) {
             if (s.active && s.ureq != nullptr && s.ureq->discard) {
@@ -94,15 +95,35 @@ tag_engine::~tag_engine()
             }
         }
     }
-    for (auto &p : peers_) {
-        if (p == nullptr) {
-            continue;
-        }
+    // Queued sends first; then rendezvous sends that wait for their receiver
+    // (their rts went out, so they are in no queue).
+    auto drain = [&](peer_state *p) {
         while (send_request *r = p->pending_head) {
             p->pending_head = r->next;
-            std::free(r->owned);
-            send_pool_.put(r);
+            free_send(r);
         }
+    };
+    for (auto &p : peers_) {
+        if (p != nullptr) {
+            drain(p.get());
+        }
+    }
+    for (auto &v : sources_) {
+        for (auto &s : v) {
+            if (s.reply != nullptr) {
+                drain(s.reply.get());
+            }
+        }
+    }
+    std::vector<send_request *> waiting;
+    rndv_sends_.for_each([&](std::uint64_t, send_request *r) { waiting.push_back(r); });
+    for (auto *r : waiting) {
+        free_send(r);
+    }
+    std::vector<recv_request *> receiving;
+    rndv_recvs_.for_each([&](std::uint64_t, recv_request *r) { receiving.push_back(r); });
+    for (auto *r : receiving) {
+        recv_pool_.put(r);
     }
 }
 
@@ -215,7 +236,8 @@ int tag_engine::send(const send_args &a)
     }
     const std::size_t hdr =
         (a.flags & WEFT_REMOTE_CQ_DATA) != 0 ? sizeof(eager_data_hdr) : sizeof(eager_hdr);
-    if (p->pending_head == nullptr && hdr + a.len <= p->max_bcopy) [[likely]] {
+    if (p->pending_head == nullptr && hdr + a.len <= p->max_bcopy && a.len <= params_.rndv_thresh)
+        [[likely]] {
         const status st = send_now(p, a);
         if (st == status::ok) [[likely]] {
             complete_send(a.context, a.flags, a.tag);
@@ -228,7 +250,157 @@ int tag_engine::send(const send_args &a)
             return base::to_c(st);
         }
     }
+    if (a.len > params_.rndv_thresh && (a.flags & WEFT_INJECT) == 0) {
+        return send_rndv(p, a);
+    }
     return queue_send(p, a);
+}
+
+send_request *tag_engine::new_request(peer_state *p, send_kind kind)
+{
+    send_request *r = send_pool_.get();
+    if (r == nullptr) [[unlikely]] {
+        return nullptr;
+    }
+    r->next = nullptr;
+    r->kind = kind;
+    r->context = nullptr;
+    r->op_flags = 0;
+    r->iovcnt = 0;
+    r->total = 0;
+    r->offset = 0;
+    r->tag = 0;
+    r->data = 0;
+    r->msg_id = 0;
+    r->has_data = false;
+    r->started = false;
+    r->owned = nullptr;
+    r->peer = p;
+    r->id = 0;
+    r->rreq = 0;
+    r->rb = {};
+    r->zcopy = false;
+    r->ctl_am = 0;
+    return r;
+}
+
+void tag_engine::enqueue(peer_state *p, send_request *r)
+{
+    if (p->pending_tail != nullptr) {
+        p->pending_tail->next = r;
+    } else {
+        p->pending_head = r;
+    }
+    p->pending_tail = r;
+    r->next = nullptr;
+    ++pending_sends_;
+    if (!p->in_pending_list) {
+        p->in_pending_list = true;
+        p->next_pending = pending_peers_;
+        pending_peers_ = p;
+    }
+}
+
+void tag_engine::free_send(send_request *r)
+{
+    if (r->id != 0) {
+        rndv_sends_.remove(r->id);
+    }
+    std::free(r->owned);
+    send_pool_.put(r);
+}
+
+void tag_engine::fail_send(send_request *r, int err)
+{
+    if (r->kind != send_kind::control) {
+        tx.failure({r->context, send_flags, 0, nullptr, r->data, r->tag,
+                    r->peer != nullptr ? r->peer->index : WEFT_ADDR_NOTAVAIL},
+                   {err, 0, 0});
+    }
+    free_send(r);
+}
+
+int tag_engine::send_rndv(peer_state *p, const send_args &a)
+{
+    if (pending_sends_ >= params_.tx_size) {
+        progress();
+        if (pending_sends_ >= params_.tx_size || p->failed) {
+            return p->failed ? -WEFT_EHOSTUNREACH : -WEFT_EAGAIN;
+        }
+    }
+    send_request *r = new_request(p, send_kind::rndv_rts);
+    if (r == nullptr) {
+        return -WEFT_ENOMEM;
+    }
+    r->context = a.context;
+    r->op_flags = a.flags;
+    r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
+    std::copy_n(a.iov, a.iovcnt, r->iov.begin());
+    r->total = a.len;
+    r->tag = a.tag;
+    r->data = a.data;
+    r->has_data = (a.flags & WEFT_REMOTE_CQ_DATA) != 0;
+    // One contiguous buffer can be read in place by the receiver; a gather list
+    // goes through the clear-to-send path.
+    r->zcopy = a.iovcnt == 1 && p->tl->expose(a.iov[0].iov_base, a.len, r->rb) == status::ok;
+    r->id = rndv_sends_.add(r);
+    enqueue(p, r);
+    push_peer(p);
+    return 0;
+}
+
+void tag_engine::send_control(peer_state *p, am_id am, const void *hdr, std::size_t len)
+{
+    if (p->pending_head == nullptr) {
+        const status st = transport::send_short(p->tl, p->conn, unsigned(am), hdr, len, nullptr, 0);
+        if (st == status::ok) {
+            return;
+        }
+        if (st != status::again) {
+            WEFT_LOG(proto, debug, "protocol message %u to peer %u not sent: %s", unsigned(am),
+                     p->index, base::status_string(st));
+            return;
+        }
+    }
+    send_request *r = new_request(p, send_kind::control);
+    if (r == nullptr) {
+        WEFT_LOG(proto, error, "no memory to queue a protocol message");
+        return;
+    }
+    r->ctl_am = static_cast<std::uint8_t>(am);
+    std::memcpy(r->ctl_hdr, hdr, std::min(len, sizeof(r->ctl_hdr)));
+    r->total = std::min(len, sizeof(r->ctl_hdr));
+    enqueue(p, r);
+}
+
+peer_state *tag_engine::reply_peer(unsigned tl, transport::src_id src)
+{
+    rx_source *s = source(tl, src);
+    if (s == nullptr) {
+        return nullptr;
+    }
+    if (s->av != unknown_source) {
+        int rc = 0;
+        return peer_for(s->av, rc);
+    }
+    if (s->reply == nullptr) {
+        // A sender outside the address vector: answer it on the transport it used.
+        transport::wire_address addr{};
+        transport::conn_id conn = transport::invalid_id;
+        if (tls_[tl]->remote_address(src, addr) != status::ok ||
+            tls_[tl]->connect(addr, conn) != status::ok) {
+            return nullptr;
+        }
+        auto p = std::make_unique<peer_state>();
+        p->tl = tls_[tl];
+        p->conn = conn;
+        p->max_short = tls_[tl]->attr().max_short;
+        p->max_bcopy = tls_[tl]->attr().max_bcopy;
+        p->index = unknown_source;
+        s = source(tl, src);  // connect() may not, but be safe against reallocation
+        s->reply = std::move(p);
+    }
+    return s->reply.get();
 }
 
 int tag_engine::queue_send(peer_state *p, const send_args &a)
@@ -239,11 +411,10 @@ int tag_engine::queue_send(peer_state *p, const send_args &a)
             return p->failed ? -WEFT_EHOSTUNREACH : -WEFT_EAGAIN;
         }
     }
-    send_request *r = send_pool_.get();
+    send_request *r = new_request(p, send_kind::eager);
     if (r == nullptr) {
         return -WEFT_ENOMEM;
     }
-    r->next = nullptr;
     r->context = a.context;
     r->op_flags = a.flags;
     r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
@@ -252,14 +423,12 @@ int tag_engine::queue_send(peer_state *p, const send_args &a)
     r->tag = a.tag;
     r->data = a.data;
     r->has_data = (a.flags & WEFT_REMOTE_CQ_DATA) != 0;
-    r->started = false;
     r->msg_id = p->next_msg_id++;
-    r->owned = nullptr;
     if ((a.flags & WEFT_INJECT) != 0) {
         // The caller may reuse its buffer on return: keep a copy.
         r->owned = static_cast<std::uint8_t *>(std::malloc(std::max<std::size_t>(a.len, 1)));
         if (r->owned == nullptr) {
-            send_pool_.put(r);
+            free_send(r);
             return -WEFT_ENOMEM;
         }
         copy_from_iov(r->owned, a.iov, a.iovcnt, 0, a.len);
@@ -268,23 +437,54 @@ int tag_engine::queue_send(peer_state *p, const send_args &a)
     } else {
         std::copy_n(a.iov, a.iovcnt, r->iov.begin());
     }
-    if (p->pending_tail != nullptr) {
-        p->pending_tail->next = r;
-    } else {
-        p->pending_head = r;
-    }
-    p->pending_tail = r;
-    ++pending_sends_;
-    if (!p->in_pending_list) {
-        p->in_pending_list = true;
-        p->next_pending = pending_peers_;
-        pending_peers_ = p;
-    }
+    enqueue(p, r);
     push_peer(p);
     return 0;
 }
 
 status tag_engine::push(peer_state *p, send_request *r)
+{
+    switch (r->kind) {
+        case send_kind::eager:
+            return push_eager(p, r);
+        case send_kind::control:
+            return transport::send_short(p->tl, p->conn, r->ctl_am, r->ctl_hdr, r->total, nullptr,
+                                         0);
+        case send_kind::rndv_rts: {
+            const rndv_rts_hdr h{
+                r->tag,   r->data,
+                r->total, r->id,
+                r->rb,    (r->has_data ? rts_flag_data : 0) | (r->zcopy ? rts_flag_zcopy : 0),
+                0};
+            // Mark it sent first: a synchronous transport (self) answers inside the call.
+            r->started = true;
+            static const iovec none{nullptr, 0};
+            const status st = sizeof(h) <= p->max_short
+                                  ? transport::send_short(p->tl, p->conn, unsigned(am_id::rndv_rts),
+                                                          &h, sizeof(h), nullptr, 0)
+                                  : transport::send_bcopy(p->tl, p->conn, unsigned(am_id::rndv_rts),
+                                                          &h, sizeof(h), &none, 1, 0, 0);
+            r->started = st == status::ok;
+            return st;
+        }
+        case send_kind::rndv_data:
+            while (r->offset < r->total) {
+                const rndv_data_hdr h{r->rreq, r->offset};
+                const std::size_t chunk = std::min(r->total - r->offset, p->max_bcopy - sizeof(h));
+                const status st =
+                    transport::send_bcopy(p->tl, p->conn, unsigned(am_id::rndv_data), &h, sizeof(h),
+                                          r->iov.data(), r->iovcnt, r->offset, chunk);
+                if (st != status::ok) {
+                    return st;
+                }
+                r->offset += chunk;
+            }
+            return status::ok;
+    }
+    return status::invalid;
+}
+
+status tag_engine::push_eager(peer_state *p, send_request *r)
 {
     if (!r->started) {
         const std::size_t hdr = r->has_data ? sizeof(eager_data_hdr) : sizeof(eager_hdr);
@@ -326,6 +526,18 @@ status tag_engine::push(peer_state *p, send_request *r)
 
 void tag_engine::push_peer(peer_state *p)
 {
+    // A synchronous transport (self) runs handlers inside a send, and they may
+    // queue more to this peer: the outer loop picks that up, so do not nest.
+    if (pushing_) {
+        return;
+    }
+    pushing_ = true;
+    push_queue(p);
+    pushing_ = false;
+}
+
+void tag_engine::push_queue(peer_state *p)
+{
     while (send_request *r = p->pending_head) {
         const status st = push(p, r);
         if (st == status::again) {
@@ -336,17 +548,24 @@ void tag_engine::push_peer(peer_state *p)
             p->pending_tail = nullptr;
         }
         --pending_sends_;
-        if (st == status::ok) {
-            complete_send(r->context, r->op_flags, r->tag);
-        } else {
-            tx.failure({r->context, send_flags, 0, nullptr, r->data, r->tag, p->index},
-                       {-static_cast<int>(st), 0, 0});
-        }
-        std::free(r->owned);
-        send_pool_.put(r);
-        if (st != status::ok && st != status::again) {
-            mark_failed(p->index);
+        if (st != status::ok) {
+            fail_send(r, st == status::unreachable ? WEFT_EHOSTUNREACH : -static_cast<int>(st));
+            if (p->index != unknown_source) {
+                mark_failed(p->index);
+            }
             return;
+        }
+        switch (r->kind) {
+            case send_kind::rndv_rts:
+                break;  // waits (in rndv_sends_) for the receiver's fin or cts
+            case send_kind::control:
+                free_send(r);
+                break;
+            case send_kind::eager:
+            case send_kind::rndv_data:
+                complete_send(r->context, r->op_flags, r->tag);
+                free_send(r);
+                break;
         }
     }
 }
@@ -428,6 +647,12 @@ void tag_engine::deliver_unexpected(recv_request *r, unexpected_record *u)
     r->msg_src = u->src;
     r->total = u->total;
     r->received = u->received;
+    if (u->rndv) {
+        const rndv_info rv = u->rv;
+        free_unexpected(u);
+        rndv_start(r, rv);
+        return;
+    }
     copy_to_iov(r->iov.data(), r->iovcnt, 0, u->buf, u->received);
     if (u->received == u->total) {
         free_unexpected(u);
@@ -485,6 +710,8 @@ unexpected_record *tag_engine::new_unexpected(std::uint32_t src, std::uint64_t t
     u->received = 0;
     u->claimed = false;
     u->discard = false;
+    u->rndv = false;
+    u->variable = false;
     if (total <= unexpected_inline) [[likely]] {
         u->buf = u->inline_buf;
     } else {
@@ -574,6 +801,31 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
             e->on_frag(c->index, src, load<eager_frag_hdr>(bytes), bytes + sizeof(eager_frag_hdr),
                        len - sizeof(eager_frag_hdr));
             return;
+        case am_id::rndv_rts:
+            if (len != sizeof(rndv_rts_hdr)) [[unlikely]] {
+                break;
+            }
+            e->on_rts(c->index, src, load<rndv_rts_hdr>(bytes));
+            return;
+        case am_id::rndv_fin:
+            if (len != sizeof(rndv_fin_hdr)) [[unlikely]] {
+                break;
+            }
+            e->on_fin(load<rndv_fin_hdr>(bytes));
+            return;
+        case am_id::rndv_cts:
+            if (len != sizeof(rndv_cts_hdr)) [[unlikely]] {
+                break;
+            }
+            e->on_cts(c->index, src, load<rndv_cts_hdr>(bytes));
+            return;
+        case am_id::rndv_data:
+            if (len < sizeof(rndv_data_hdr)) [[unlikely]] {
+                break;
+            }
+            e->on_rndv_data(c->index, src, load<rndv_data_hdr>(bytes),
+                            bytes + sizeof(rndv_data_hdr), len - sizeof(rndv_data_hdr));
+            return;
     }
     e->drop(c->index, src, "unknown active message id or short header");
 }
@@ -585,6 +837,19 @@ void tag_engine::on_message(unsigned tl, transport::src_id src, std::uint64_t ta
     rx_source *s = source(tl, src);
     if (s == nullptr || s->active) [[unlikely]] {
         drop(tl, src, s == nullptr ? "sender id out of range" : "message inside a fragmented one");
+        return;
+    }
+    if (is_variable(len)) [[unlikely]] {
+        // A variable message that came eagerly (the sender's threshold is higher):
+        // keep it here and notify.
+        unexpected_record *u = new_unexpected(s->av, tag, data, flags, len);
+        if (u == nullptr) {
+            drop(tl, src, "no memory for a variable message");
+            return;
+        }
+        std::memcpy(u->buf, payload, len);
+        u->received = len;
+        notify_variable(u);
         return;
     }
     posted_recv *pr = matcher_.match_posted(s->av, tag);
@@ -638,6 +903,18 @@ void tag_engine::on_first(unsigned tl, transport::src_id src, const eager_first_
     s->received = len;
     s->rreq = nullptr;
     s->ureq = nullptr;
+    if (is_variable(h.total_len)) {
+        unexpected_record *u = new_unexpected(s->av, h.tag, h.data, flags, h.total_len);
+        if (u == nullptr) {
+            drop(tl, src, "no memory for a variable message");
+            return;  // s->active with no target: the fragments are swallowed
+        }
+        std::memcpy(u->buf, payload, len);
+        u->received = len;
+        s->ureq = u;
+        notify_variable(u);
+        return;
+    }
     posted_recv *pr = matcher_.match_posted(s->av, h.tag);
     if (pr != nullptr) {
         auto *r = static_cast<recv_request *>(pr);
@@ -696,15 +973,187 @@ void tag_engine::on_frag(unsigned tl, transport::src_id src, const eager_frag_hd
     s->ureq = nullptr;
 }
 
+// ------------------------------------------------------------------ rendezvous
+
+void tag_engine::on_rts(unsigned tl, transport::src_id src, const rndv_rts_hdr &h)
+{
+    rx_source *s = source(tl, src);
+    if (s == nullptr || s->active) [[unlikely]] {
+        drop(tl, src,
+             s == nullptr ? "sender id out of range" : "rendezvous inside a fragmented message");
+        return;
+    }
+    if (h.total_len == 0 || h.total_len > params_.max_msg_size) [[unlikely]] {
+        drop(tl, src, "bad rendezvous length");
+        return;
+    }
+    const rndv_info rv{h.sreq, h.rb, h.flags, tl, src};
+    const std::uint64_t flags = (h.flags & rts_flag_data) != 0 ? WEFT_REMOTE_CQ_DATA : 0;
+    posted_recv *pr = is_variable(h.total_len) ? nullptr : matcher_.match_posted(s->av, h.tag);
+    if (pr != nullptr) {
+        auto *r = static_cast<recv_request *>(pr);
+        r->msg_tag = h.tag;
+        r->msg_data = h.data;
+        r->msg_flags = flags;
+        r->msg_src = s->av;
+        r->total = h.total_len;
+        r->received = 0;
+        rndv_start(r, rv);
+        return;
+    }
+    // Unexpected (or variable): the record is the whole cost; the data stays at the sender.
+    unexpected_record *u = new_unexpected(s->av, h.tag, h.data, flags, 0);
+    if (u == nullptr) {
+        drop(tl, src, "no memory for a rendezvous header");
+        return;
+    }
+    u->total = h.total_len;
+    u->rndv = true;
+    u->rv = rv;
+    if (is_variable(h.total_len)) {
+        notify_variable(u);
+        return;
+    }
+    matcher_.add_unexpected(u, s->av, h.tag);
+}
+
+void tag_engine::rndv_start(recv_request *r, const rndv_info &rv)
+{
+    peer_state *reply = source_failed(r->msg_src) ? nullptr : reply_peer(rv.tl, rv.src);
+    if (reply == nullptr || reply->failed) {
+        fail_recv(r, WEFT_EHOSTUNREACH, 0);
+        return;
+    }
+    transport::iface *tl = tls_[rv.tl];
+    if ((rv.flags & rts_flag_zcopy) != 0 && tl->ops().get_zcopy != nullptr) {
+        const std::size_t len = std::min(r->total, r->capacity);
+        const status st = tl->ops().get_zcopy(tl, rv.src, r->iov.data(), r->iovcnt, rv.rb, len);
+        if (st == status::ok) {
+            r->received = r->total;
+            const rndv_fin_hdr f{rv.sreq, fin_done, 0};
+            send_control(reply, am_id::rndv_fin, &f, sizeof(f));
+            complete_recv(r);
+            return;
+        }
+        if (st != status::not_supported) {
+            fail_recv(r, st == status::unreachable ? WEFT_EHOSTUNREACH : WEFT_EIO, 0);
+            return;
+        }
+        // The transport cannot read this peer's memory: fall back to a copy.
+    }
+    r->received = 0;
+    r->rndv_tl = rv.tl;
+    r->rndv_src = rv.src;
+    r->rreq_id = rndv_recvs_.add(r);
+    const rndv_cts_hdr c{rv.sreq, r->rreq_id};
+    send_control(reply, am_id::rndv_cts, &c, sizeof(c));
+}
+
+void tag_engine::on_fin(const rndv_fin_hdr &h)
+{
+    send_request *r = rndv_sends_.find(h.sreq);
+    if (r == nullptr || r->kind != send_kind::rndv_rts || !r->started) [[unlikely]] {
+        WEFT_LOG(proto, warn, "rendezvous fin for an unknown send (id %llx): dropped",
+                 static_cast<unsigned long long>(h.sreq));
+        return;
+    }
+    // Claimed or discarded, the send completes normally: its buffer is free again.
+    complete_send(r->context, r->op_flags, r->tag);
+    free_send(r);
+}
+
+void tag_engine::on_cts(unsigned tl, transport::src_id src, const rndv_cts_hdr &h)
+{
+    send_request *r = rndv_sends_.find(h.sreq);
+    if (r == nullptr || r->kind != send_kind::rndv_rts || !r->started || r->peer->tl != tls_[tl])
+        [[unlikely]] {
+        drop(tl, src, "clear-to-send for an unknown send");
+        return;
+    }
+    rndv_sends_.remove(r->id);
+    r->id = 0;
+    r->kind = send_kind::rndv_data;
+    r->rreq = h.rreq;
+    r->offset = 0;
+    enqueue(r->peer, r);
+    push_peer(r->peer);
+}
+
+void tag_engine::on_rndv_data(unsigned tl, transport::src_id src, const rndv_data_hdr &h,
+                              const void *payload, std::size_t len)
+{
+    recv_request *r = rndv_recvs_.find(h.rreq);
+    if (r == nullptr || r->rndv_tl != tl || r->rndv_src != src || h.offset != r->received ||
+        len > r->total - r->received) [[unlikely]] {
+        drop(tl, src, "rendezvous data out of sequence or for an unknown receive");
+        return;
+    }
+    copy_to_iov(r->iov.data(), r->iovcnt, h.offset, payload, len);
+    r->received += len;
+    if (r->received == r->total) {
+        rndv_recvs_.remove(r->rreq_id);
+        complete_recv(r);
+    }
+}
+
+void tag_engine::notify_variable(unexpected_record *u)
+{
+    u->claimed = true;
+    u->variable = true;
+    u->var.op_context = nullptr;
+    u->var.internal[0] = u;
+    u->var.internal[1] = nullptr;
+    u->var.internal[2] = nullptr;
+    claimed_.insert(u);
+    rx.success({&u->var, recv_flags | WEFT_VARIABLE_MSG | u->flags, u->total, nullptr, u->data,
+                u->tag, reported_src(u->src)},
+               true);
+}
+
+unexpected_record *tag_engine::find_claimed(void *context)
+{
+    // A variable message's context is the weft_var_context inside its record; a
+    // PEEK|CLAIM context is the application's weft_context naming the record.
+    // Both come from the application: trust a record only if we handed it out.
+    auto *u =
+        static_cast<unexpected_record *>(static_cast<weft_var_context *>(context)->internal[0]);
+    if (claimed_.count(u) != 0 && u->variable && &u->var == context) {
+        return u;
+    }
+    u = static_cast<unexpected_record *>(static_cast<weft_context *>(context)->internal[0]);
+    if (claimed_.count(u) != 0 && !u->variable) {
+        return u;
+    }
+    return nullptr;
+}
+
+void tag_engine::discard(unexpected_record *u, void *context)
+{
+    const completion c{context, recv_flags | u->flags, u->total, nullptr, u->data,
+                       u->tag,  reported_src(u->src)};
+    if (u->rndv) {
+        // Nothing moves: tell the sender its buffer is free.
+        if (peer_state *p = reply_peer(u->rv.tl, u->rv.src); p != nullptr && !p->failed) {
+            const rndv_fin_hdr f{u->rv.sreq, fin_discarded, 0};
+            send_control(p, am_id::rndv_fin, &f, sizeof(f));
+        }
+    }
+    rx.success(c, true);
+    if (u->received == u->total || u->rndv) {
+        free_unexpected(u);
+    } else {
+        u->discard = true;  // freed when its last fragment arrives
+    }
+}
+
 // ------------------------------------------------------------------ peek, claim, discard, cancel
 
 int tag_engine::recv_special(const recv_args &a)
 {
     const bool peek = (a.flags & WEFT_PEEK) != 0;
     const bool claim = (a.flags & WEFT_CLAIM) != 0;
-    const bool discard = (a.flags & WEFT_DISCARD) != 0;
-    auto *ctx = static_cast<weft_context *>(a.context);
-    if ((claim || discard) && ctx == nullptr) {
+    const bool discard_it = (a.flags & WEFT_DISCARD) != 0;
+    if ((claim || discard_it) && a.context == nullptr) {
         return -WEFT_EINVAL;
     }
     unexpected_record *u = nullptr;
@@ -723,35 +1172,29 @@ int tag_engine::recv_special(const recv_args &a)
                        {WEFT_ENOMSG, 0, 0});
             return 0;
         }
-        if (claim || discard) {
+        if (claim || discard_it) {
             matcher_.remove_unexpected(u);
         }
     } else {
-        // CLAIM (or CLAIM|DISCARD) of a message reserved by an earlier PEEK|CLAIM.
-        // The context comes from the application: only trust it if we handed it out.
-        auto it = std::find(claimed_.begin(), claimed_.end(),
-                            static_cast<unexpected_record *>(ctx->internal[0]));
-        if (!claim || it == claimed_.end()) {
+        // CLAIM, CLAIM|DISCARD or DISCARD of a message reserved by PEEK|CLAIM or
+        // notified as a variable message.
+        u = find_claimed(a.context);
+        if (u == nullptr) {
             return -WEFT_EINVAL;
         }
-        u = *it;
-        claimed_.erase(it);
+        claimed_.erase(u);
     }
-    const completion c{a.context, recv_flags | u->flags, u->total, nullptr, u->data,
-                       u->tag,    reported_src(u->src)};
-    if (discard) {
-        rx.success(c, true);
-        if (u->received == u->total) {
-            free_unexpected(u);
-        } else {
-            u->discard = true;  // freed when its last fragment arrives
-        }
+    void *const context = u->variable ? u->var.op_context : a.context;
+    if (discard_it) {
+        discard(u, context);
         return 0;
     }
+    const completion c{context, recv_flags | u->flags, u->total, nullptr, u->data,
+                       u->tag,  reported_src(u->src)};
     if (peek && claim) {
         u->claimed = true;
-        ctx->internal[0] = u;
-        claimed_.push_back(u);
+        static_cast<weft_context *>(a.context)->internal[0] = u;
+        claimed_.insert(u);
         rx.success(c, true);
         return 0;
     }
@@ -763,7 +1206,7 @@ int tag_engine::recv_special(const recv_args &a)
     if (r == nullptr) {
         return -WEFT_ENOMEM;
     }
-    r->context = a.context;
+    r->context = context;
     r->op_flags = a.flags & ~(WEFT_CLAIM | WEFT_PEEK);
     r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
     r->capacity = 0;
@@ -820,12 +1263,19 @@ void tag_engine::mark_failed(std::uint32_t index)
         while (send_request *r = p->pending_head) {
             p->pending_head = r->next;
             --pending_sends_;
-            tx.failure({r->context, send_flags, 0, nullptr, r->data, r->tag, index},
-                       {WEFT_EHOSTUNREACH, 0, 0});
-            std::free(r->owned);
-            send_pool_.put(r);
+            fail_send(r, WEFT_EHOSTUNREACH);
         }
         p->pending_tail = nullptr;
+        // Rendezvous sends whose header went out: the receiver will never read them.
+        std::vector<send_request *> waiting;
+        rndv_sends_.for_each([&](std::uint64_t, send_request *r) {
+            if (r->peer == p && r->started) {
+                waiting.push_back(r);
+            }
+        });
+        for (auto *r : waiting) {
+            fail_send(r, WEFT_EHOSTUNREACH);
+        }
     }
     // Receives directed at the dead peer can never match any more.
     std::vector<recv_request *> dead;
@@ -880,6 +1330,17 @@ void tag_engine::on_peer_failed(unsigned tl, transport::conn_id conn, transport:
         s->active = false;
         s->rreq = nullptr;
         s->ureq = nullptr;
+    }
+    // Receives waiting for rendezvous data from the dead sender.
+    std::vector<recv_request *> starved;
+    rndv_recvs_.for_each([&](std::uint64_t, recv_request *r) {
+        if (r->rndv_tl == tl && r->rndv_src == src) {
+            starved.push_back(r);
+        }
+    });
+    for (auto *r : starved) {
+        rndv_recvs_.remove(r->rreq_id);
+        fail_recv(r, WEFT_EHOSTUNREACH, 0);
     }
     if (s->av != unknown_source) {
         mark_failed(s->av);

@@ -13,12 +13,21 @@
 // Data path of a receive:
 //   transport progress -> am handler -> src id to AV index -> matcher ->
 //   copy into the posted buffer -> completion; or an unexpected record.
+//
+// Large messages (above the rendezvous threshold) travel as variable messages
+// (docs/variable-messages.md): the sender sends a rndv_rts header describing its
+// buffer and keeps the buffer; a matching receive (or the application's claim of
+// a WEFT_VARIABLE_MSG notification) reads the data straight from the sender's
+// buffer with the transport's zcopy get and answers rndv_fin, or answers rndv_cts
+// when the transport cannot read peer memory and receives rndv_data pieces. An
+// unexpected large message costs the receiver its header record, not a buffer.
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <sys/uio.h>
+#include <unordered_set>
 #include <vector>
 
 #include "base/mpool.hpp"
@@ -27,6 +36,7 @@
 #include "proto/match.hpp"
 #include "proto/wire.hpp"
 #include "transport/iface.hpp"
+#include "weft/weft.h"
 
 namespace weft::proto {
 
@@ -62,9 +72,24 @@ struct recv_request : posted_recv {
     std::uint32_t msg_src;
     std::size_t total;     ///< message length
     std::size_t received;  ///< bytes seen so far (copied or dropped past capacity)
+    // Rendezvous through a clear-to-send (copy fallback): pieces arrive as rndv_data.
+    std::uint64_t rreq_id;       ///< id in tag_engine::rndv_recvs_
+    unsigned rndv_tl;            ///< transport the sender uses
+    transport::src_id rndv_src;  ///< sender within that transport
 };
 
-/// A message that arrived before its receive (possibly still being reassembled).
+/// Where a rendezvous message's data waits: at the sender, described by its rts.
+struct rndv_info {
+    std::uint64_t sreq;  ///< sender's request id
+    transport::remote_buffer rb;
+    std::uint32_t flags;    ///< rts_flag_*
+    unsigned tl;            ///< transport it came by
+    transport::src_id src;  ///< sender within that transport
+};
+
+/// A message that arrived before its receive (possibly still being reassembled),
+/// a rendezvous header whose data waits at the sender, or a variable message
+/// notified to the application and not yet claimed.
 struct unexpected_record : unexpected_msg {
     std::uint64_t data;
     std::uint64_t flags;   ///< WEFT_REMOTE_CQ_DATA if data came
@@ -73,12 +98,27 @@ struct unexpected_record : unexpected_msg {
     std::uint8_t *buf;     ///< inline_buf or heap
     bool claimed;          ///< reserved by PEEK|CLAIM, out of the matcher
     bool discard;          ///< discarded while fragments are still arriving
+    bool rndv;             ///< the data waits at the sender (`rv`); no buffer here
+    bool variable;         ///< notified as a WEFT_VARIABLE_MSG; `var` is the app's handle
+    rndv_info rv;          ///< rendezvous header (if rndv)
+    weft_var_context var;  ///< handed to the application with the notification
     alignas(8) std::uint8_t inline_buf[unexpected_inline];
 };
+
+/// What a queued send_request sends.
+enum class send_kind : std::uint8_t {
+    eager,      ///< a tagged message, one or more eager fragments
+    rndv_rts,   ///< a rendezvous header; afterwards the request waits for fin or cts
+    rndv_data,  ///< the data of a rendezvous after a cts, as rndv_data pieces
+    control,    ///< a small protocol message (fin, cts) with no payload
+};
+
+struct peer_state;
 
 /// A send that could not complete at once.
 struct send_request {
     send_request *next;
+    send_kind kind;
     void *context;
     std::uint64_t op_flags;
     std::array<iovec, max_iov> iov;
@@ -91,6 +131,15 @@ struct send_request {
     bool has_data;
     bool started;         ///< first fragment sent
     std::uint8_t *owned;  ///< inject: the library's copy of the data (heap), or nullptr
+    // Rendezvous:
+    peer_state *peer;             ///< the receiver (failure handling)
+    std::uint64_t id;             ///< id in tag_engine::rndv_sends_, 0 if none
+    std::uint64_t rreq;           ///< rndv_data: the receiver's request id
+    transport::remote_buffer rb;  ///< rndv_rts: the exposed buffer
+    bool zcopy;                   ///< rndv_rts: rb is valid
+    // Control messages (fin, cts):
+    std::uint8_t ctl_am;
+    alignas(8) std::uint8_t ctl_hdr[16];
 };
 
 /// Send-side state of one peer (AV index), created on first use.
@@ -119,6 +168,63 @@ struct rx_source {
     std::size_t total = 0;
     std::size_t received = 0;
     bool active = false;
+    /// Send-side state for replies (rendezvous fin/cts) to a sender that is not
+    /// in the address vector.
+    std::unique_ptr<peer_state> reply;
+};
+
+/// A table of requests addressed by id from the wire: index plus generation, so
+/// a stale or forged id from a peer is rejected instead of followed.
+template <typename T>
+class id_table {
+  public:
+    [[nodiscard]] std::uint64_t add(T *p)
+    {
+        std::uint32_t i;
+        if (!free_.empty()) {
+            i = free_.back();
+            free_.pop_back();
+        } else {
+            i = static_cast<std::uint32_t>(slots_.size());
+            slots_.push_back({});
+        }
+        slots_[i].ptr = p;
+        return (std::uint64_t(++slots_[i].gen) << 32) | i;
+    }
+    [[nodiscard]] T *find(std::uint64_t id) const noexcept
+    {
+        const auto i = static_cast<std::uint32_t>(id);
+        if (i >= slots_.size() || slots_[i].ptr == nullptr || slots_[i].gen != id >> 32) {
+            return nullptr;
+        }
+        return slots_[i].ptr;
+    }
+    void remove(std::uint64_t id) noexcept
+    {
+        const auto i = static_cast<std::uint32_t>(id);
+        if (find(id) != nullptr) {
+            slots_[i].ptr = nullptr;
+            free_.push_back(i);
+        }
+    }
+    template <class Fn>
+    void for_each(Fn &&fn) const
+    {
+        for (std::size_t i = 0; i < slots_.size(); ++i) {
+            if (slots_[i].ptr != nullptr) {
+                fn((std::uint64_t(slots_[i].gen) << 32) | i, slots_[i].ptr);
+            }
+        }
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return slots_.size() - free_.size(); }
+
+  private:
+    struct slot {
+        T *ptr = nullptr;
+        std::uint32_t gen = 0;
+    };
+    std::vector<slot> slots_;
+    std::vector<std::uint32_t> free_;
 };
 
 struct engine_params {
@@ -126,6 +232,9 @@ struct engine_params {
     std::size_t tx_size;  ///< pending sends allowed before -WEFT_EAGAIN
     std::size_t inject_size;
     unsigned match_hash_bits;
+    std::size_t rndv_thresh;  ///< messages longer than this use rendezvous
+    bool variable;            ///< WEFT_VARIABLE_MSG: notify messages above var_thresh
+    std::size_t var_thresh;   ///< variable-message threshold
 };
 
 /// Send arguments (one struct, so the data path passes a pointer).
@@ -178,6 +287,8 @@ class tag_engine {
     {
         return matcher_.unexpected_count();
     }
+    /// Rendezvous sends waiting for their receiver (tests, diagnostics).
+    [[nodiscard]] std::size_t rndv_sends() const noexcept { return rndv_sends_.size(); }
 
   private:
     struct tl_ctx {
@@ -190,7 +301,16 @@ class tag_engine {
     [[nodiscard]] status send_now(peer_state *p, const send_args &a);
     [[nodiscard]] int queue_send(peer_state *p, const send_args &a);
     [[nodiscard]] status push(peer_state *p, send_request *r);
+    [[nodiscard]] status push_eager(peer_state *p, send_request *r);
+    [[nodiscard]] int send_rndv(peer_state *p, const send_args &a);
+    send_request *new_request(peer_state *p, send_kind kind);
+    void enqueue(peer_state *p, send_request *r);
+    void send_control(peer_state *p, am_id am, const void *hdr, std::size_t len);
+    [[nodiscard]] peer_state *reply_peer(unsigned tl, transport::src_id src);
+    void fail_send(send_request *r, int err);
+    void free_send(send_request *r);
     void push_peer(peer_state *p);
+    void push_queue(peer_state *p);
     void progress_pending();
     void mark_failed(std::uint32_t index);
     void complete_send(void *context, std::uint64_t flags, std::uint64_t tag);
@@ -205,6 +325,19 @@ class tag_engine {
                   std::size_t len);
     void on_frag(unsigned tl, transport::src_id src, const eager_frag_hdr &h, const void *payload,
                  std::size_t len);
+    void on_rts(unsigned tl, transport::src_id src, const rndv_rts_hdr &h);
+    void on_fin(const rndv_fin_hdr &h);
+    void on_cts(unsigned tl, transport::src_id src, const rndv_cts_hdr &h);
+    void on_rndv_data(unsigned tl, transport::src_id src, const rndv_data_hdr &h,
+                      const void *payload, std::size_t len);
+    [[nodiscard]] unexpected_record *find_claimed(void *context);
+    void discard(unexpected_record *u, void *context);
+    void rndv_start(recv_request *r, const rndv_info &rv);
+    void notify_variable(unexpected_record *u);
+    [[nodiscard]] bool is_variable(std::size_t total) const noexcept
+    {
+        return params_.variable && total > params_.var_thresh;
+    }
     [[nodiscard]] rx_source *source(unsigned tl, transport::src_id src);
     [[gnu::cold]] void resolve_source(unsigned tl, transport::src_id src, rx_source &s);
     [[gnu::cold]] void drop(unsigned tl, transport::src_id src, const char *why);
@@ -228,8 +361,11 @@ class tag_engine {
     base::mpool<unexpected_record> unexp_pool_;
     base::mpool<send_request> send_pool_;
     std::vector<std::unique_ptr<peer_state>> peers_;
-    std::vector<std::uint8_t> failed_;          ///< by AV index: the peer died
-    std::vector<unexpected_record *> claimed_;  ///< reserved by PEEK|CLAIM, not yet claimed
+    std::vector<std::uint8_t> failed_;  ///< by AV index: the peer died
+    std::unordered_set<unexpected_record *>
+        claimed_;                        ///< reserved (PEEK|CLAIM, variable), not claimed yet
+    id_table<send_request> rndv_sends_;  ///< rendezvous sends waiting for fin or cts
+    id_table<recv_request> rndv_recvs_;  ///< receives waiting for rndv_data after a cts
     peer_state *pending_peers_ = nullptr;
     std::size_t pending_sends_ = 0;
     std::array<transport::iface *, 4> tls_{};
@@ -238,6 +374,7 @@ class tag_engine {
     unsigned ntls_ = 0;
     transport::iface *poll_tls_[4]{};  ///< transports whose progress does something
     unsigned npoll_ = 0;
+    bool pushing_ = false;  ///< inside push_peer (see there)
 };
 
 }  // namespace weft::proto

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "transport/iface.hpp"
+
 namespace weft::proto {
 
 /// Active-message ids used by proto/. Anything else received is dropped.
@@ -14,8 +16,12 @@ enum class am_id : std::uint8_t {
     eager_data = 2,   ///< whole message with remote CQ data, header eager_data_hdr
     eager_first = 3,  ///< first fragment of a multi-fragment message, eager_first_hdr
     eager_frag = 4,   ///< a later fragment, eager_frag_hdr
+    rndv_rts = 5,     ///< rendezvous request to send (a variable message header), rndv_rts_hdr
+    rndv_fin = 6,     ///< receiver to sender: the data was read (or discarded), rndv_fin_hdr
+    rndv_cts = 7,     ///< receiver to sender: clear to send the data, rndv_cts_hdr
+    rndv_data = 8,    ///< sender to receiver after a cts: a piece of the data, rndv_data_hdr
 };
-inline constexpr unsigned am_id_count = 5;
+inline constexpr unsigned am_id_count = 9;
 
 /// am_id::eager: the tag; the payload is the whole message.
 struct eager_hdr {
@@ -53,5 +59,50 @@ struct eager_frag_hdr {
     std::uint32_t reserved;  ///< zero
 };
 static_assert(sizeof(eager_frag_hdr) == 16);
+
+/// Flags in rndv_rts_hdr::flags.
+inline constexpr std::uint32_t rts_flag_data = 1u << 0;   ///< `data` is valid
+inline constexpr std::uint32_t rts_flag_zcopy = 1u << 1;  ///< `rb` is valid: read it directly
+
+/// am_id::rndv_rts: a message of `total_len` bytes waits at the sender. The receiver
+/// reads it with the transport's zcopy get (rts_flag_zcopy) and answers rndv_fin, or
+/// answers rndv_cts and receives rndv_data pieces; or discards it with rndv_fin.
+/// `sreq` is the sender's request id, echoed back (checked by the sender).
+struct rndv_rts_hdr {
+    std::uint64_t tag;            ///< message tag
+    std::uint64_t data;           ///< remote CQ data (if rts_flag_data)
+    std::uint64_t total_len;      ///< message length (bounded by max_msg_size on receipt)
+    std::uint64_t sreq;           ///< sender's request id
+    transport::remote_buffer rb;  ///< the sender's buffer (if rts_flag_zcopy)
+    std::uint32_t flags;          ///< rts_flag_*
+    std::uint32_t reserved;       ///< zero
+};
+static_assert(sizeof(rndv_rts_hdr) == 56);
+
+/// rndv_fin_hdr::status values.
+inline constexpr std::uint32_t fin_done = 0;       ///< the receiver has the data
+inline constexpr std::uint32_t fin_discarded = 1;  ///< the receiver discarded the message
+
+/// am_id::rndv_fin: the sender's buffer is free again; its send completes.
+struct rndv_fin_hdr {
+    std::uint64_t sreq;      ///< as in rndv_rts_hdr
+    std::uint32_t status;    ///< fin_*
+    std::uint32_t reserved;  ///< zero
+};
+static_assert(sizeof(rndv_fin_hdr) == 16);
+
+/// am_id::rndv_cts: send the data as rndv_data pieces tagged with `rreq`.
+struct rndv_cts_hdr {
+    std::uint64_t sreq;  ///< as in rndv_rts_hdr
+    std::uint64_t rreq;  ///< receiver's request id (checked by the receiver)
+};
+static_assert(sizeof(rndv_cts_hdr) == 16);
+
+/// am_id::rndv_data: bytes [offset, offset + payload length) of the message.
+struct rndv_data_hdr {
+    std::uint64_t rreq;    ///< as in rndv_cts_hdr
+    std::uint64_t offset;  ///< in order; checked against what was received
+};
+static_assert(sizeof(rndv_data_hdr) == 16);
 
 }  // namespace weft::proto

@@ -56,8 +56,8 @@ struct wire_address {
     std::uint8_t transport_specific[40];  ///< tcp/verbs parts (later issues); zero now
 };
 static_assert(sizeof(wire_address) == 64, "wire_address is a wire format");
-inline constexpr std::size_t wire_address_ep_bytes = 8;    ///< per-endpoint part
-inline constexpr std::size_t wire_address_node_bytes = 32;  ///< per-host part
+inline constexpr std::size_t wire_address_ep_bytes = 8;          ///< per-endpoint part
+inline constexpr std::size_t wire_address_node_bytes = 32;       ///< per-host part
 inline constexpr std::uint32_t wire_address_magic = 0x74666577;  // "weft" little-endian
 inline constexpr std::uint16_t wire_address_version = 1;
 
@@ -70,6 +70,15 @@ struct attributes {
     std::size_t max_bcopy;  ///< header + payload bytes of one bcopy message
     std::size_t max_hdr;    ///< largest protocol header accepted with a bcopy send
 };
+
+/// What a receiver needs to read a sender's buffer directly (rendezvous, zcopy):
+/// produced by the sender's transport (iface::expose), carried in the protocol
+/// header, consumed by the receiver's transport (ops::get_zcopy).
+struct remote_buffer {
+    std::uint64_t addr;  ///< address in the sender's address space
+    std::uint64_t key;   ///< transport key (verbs rkey); 0 for shm
+};
+static_assert(sizeof(remote_buffer) == 16, "remote_buffer is a wire format");
 
 /// Upcalls from a transport into the layer above (set once, before enable).
 struct handlers {
@@ -98,6 +107,14 @@ struct ops {
     /// Poll for incoming messages and internal events; calls handlers.
     /// Returns the number of events processed.
     unsigned (*progress)(iface *tl);
+    /// Read `len` bytes of sender `src`'s memory described by `rb` into `iov`
+    /// (zcopy rendezvous). ok: done on return (shm, cross-memory attach);
+    /// not_supported: this transport cannot (or may not) read the peer's memory:
+    /// the caller falls back to a copy protocol; another error: the peer failed.
+    /// A transport with asynchronous reads (verbs RDMA read) will return
+    /// in_progress and report completion through a handler (later issue).
+    status (*get_zcopy)(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
+                        const remote_buffer &rb, std::size_t len);
 };
 
 /// One transport instance inside one weft endpoint.
@@ -125,6 +142,16 @@ class iface {
     /// The address of a remote sender seen on the receive side (to map it to an
     /// address vector index). no_entry if unknown.
     [[nodiscard]] virtual status remote_address(src_id src, wire_address &out) const = 0;
+
+    /// Make `len` bytes at `buf` readable by peers with get_zcopy and describe them
+    /// in `out`. not_supported if this transport has no zcopy reads.
+    [[nodiscard]] virtual status expose(const void *buf, std::size_t len, remote_buffer &out)
+    {
+        (void)buf;
+        (void)len;
+        (void)out;
+        return status::not_supported;
+    }
 
     /// Install the upcalls; called once before the first progress.
     virtual void set_handlers(const handlers &h) noexcept { handlers_ = h; }

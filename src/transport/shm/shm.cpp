@@ -41,8 +41,8 @@ constexpr std::uint32_t idle_polls_per_tick = 1024;
 /// Every this many peer checks the slot table is rescanned even if reg_gen did
 /// not change (catches a sender that died between claiming a slot and bumping it).
 constexpr std::uint64_t full_rescan_every = 64;
-/// Largest protocol header of a bcopy send.
-constexpr std::size_t max_hdr = 32;
+/// Largest protocol header of a bcopy send (proto's rendezvous header is 56).
+constexpr std::size_t max_hdr = 64;
 /// Dropped-cell warnings: the first few, then one in this many (a broken peer
 /// must not flood the log).
 constexpr std::uint64_t drop_warn_first = 16;
