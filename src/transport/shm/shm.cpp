@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <unordered_map>
 #include <vector>
@@ -68,6 +69,10 @@ constexpr base::config_field config_fields[] = {
     base::make_field<&config::cleanup_stale>("CLEANUP_STALE", base::config_type::boolean, "y",
                                              "on open, unlink /dev/shm/weft-shm-* segments whose "
                                              "process no longer exists"),
+    base::make_field<&config::cma>(
+        "CMA", base::config_type::ternary, "auto",
+        "read large messages straight from the sender with cross-memory attach (process_vm_readv); "
+        "auto: use it where the kernel permits, else a pipelined copy through the queue"),
 };
 
 constexpr base::config_table shm_config_table =
@@ -202,6 +207,7 @@ class shm_iface final : public iface {
     [[nodiscard]] bool reachable(const wire_address &peer) const noexcept override;
     [[nodiscard]] status connect(const wire_address &peer, conn_id &out) override;
     [[nodiscard]] status remote_address(src_id src, wire_address &out) const override;
+    [[nodiscard]] status expose(const void *buf, std::size_t len, remote_buffer &out) override;
 
     [[nodiscard]] const struct stats &counters() const noexcept { return stats_; }
 
@@ -212,6 +218,8 @@ class shm_iface final : public iface {
                              std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
                              std::size_t offset, std::size_t len);
     static unsigned progress(iface *tl);
+    static status get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
+                            const remote_buffer &rb, std::size_t len);
 
     [[gnu::always_inline]] inline unsigned drain(cell *c);
     [[gnu::always_inline]] inline void deliver(cell *c, std::uint32_t pos);
@@ -273,6 +281,7 @@ class shm_iface final : public iface {
     std::uint32_t unreported_ = 0;
     std::uint64_t check_interval_us_;
     std::uint64_t last_check_us_ = 0;
+    bool cma_ = true;  ///< cross-memory attach allowed (config, then the first EPERM)
     struct stats stats_ {};
 };
 
@@ -303,6 +312,8 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
     ops_.send_short = &send_short;
     ops_.send_bcopy = &send_bcopy;
     ops_.progress = &progress;
+    ops_.get_zcopy = &get_zcopy;
+    cma_ = cfg.cma != base::config_ternary::no;
     handlers_ = {&default_am, &default_peer_failed, nullptr};
 
     // Our own address, until pack_address() gives us the endpoint's full one.
@@ -582,11 +593,15 @@ void shm_iface::scan_slots(bool force)
             r.reported = false;
         } else if ((r.state == rx_state::none || r.state == rx_state::live) &&
                    k == slot_kind::closed) {
-            // Closed cleanly: no failure to report. Its cells are all published
-            // (a send publishes before returning), so they are below the tail.
+            // Closed cleanly (a disconnect): reported like a failure, so the layer
+            // above forgets this src before the slot can name another sender.
+            // Its cells are all published (a send publishes before returning),
+            // so they are below the tail.
             r.state = rx_state::closing;
-            r.reported = true;
+            r.pid = slot_state_pid(st);
+            r.reported = false;
             r.release_after = hdr_->tail.load(std::memory_order_acquire);
+            ++unreported_;
         }
     }
 }
@@ -664,6 +679,9 @@ void shm_iface::release_slots()
             --dead_slots_;
         }
         r = rx_slot{};
+        // Relaxed: only we write `uses`; claimers read it as a preference hint.
+        slots_[s].uses.store(slots_[s].uses.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
         slots_[s].resv.store(0, std::memory_order_relaxed);
         // Release: the reset resv is visible to the next claimer (CAS acquire).
         slots_[s].state.store(0, std::memory_order_release);
@@ -738,8 +756,8 @@ unsigned shm_iface::report_failures()
         src_id src = invalid_id;
         for (std::uint32_t s = 0; s < nslots_; ++s) {
             const rx_slot &r = rx_[s];
-            if (r.state == rx_state::dead && !r.reported && r.proc == conns_[i].proc &&
-                slots_[s].addr.ep_id == conns_[i].peer.ep_id) {
+            if ((r.state == rx_state::dead || r.state == rx_state::closing) && !r.reported &&
+                r.pid == conns_[i].peer.pid && slots_[s].addr.ep_id == conns_[i].peer.ep_id) {
                 src = s;
                 rx_[s].reported = true;
                 break;
@@ -752,10 +770,12 @@ unsigned shm_iface::report_failures()
         ++n;
     }
     for (std::uint32_t s = 0; s < nslots_; ++s) {
-        if (rx_[s].state == rx_state::dead && !rx_[s].reported) {
+        if ((rx_[s].state == rx_state::dead || rx_[s].state == rx_state::closing) &&
+            !rx_[s].reported) {
             rx_[s].reported = true;
-            WEFT_LOG(shm, debug, "%s: sender in slot %" PRIu32 " (pid %" PRIu32 ") died",
-                     name_.c_str(), s, rx_[s].pid);
+            WEFT_LOG(shm, debug, "%s: sender in slot %" PRIu32 " (pid %" PRIu32 ") %s",
+                     name_.c_str(), s, rx_[s].pid,
+                     rx_[s].state == rx_state::dead ? "died" : "closed");
             handlers_.peer_failed(handlers_.arg, invalid_id, s, status::unreachable);
             ++n;
         }
@@ -827,17 +847,24 @@ status shm_iface::connect(const wire_address &peer, conn_id &out)
     void *base = to_self ? seg_.base() : m.base();
     sender_slot *slots = seg_slots(base, geo.layout);
 
-    // Claim a free slot. acq_rel: acquire sees the owner's reset of a released
-    // slot; release is not needed for the claim itself (reg_gen publishes it).
+    // Claim a free slot, preferring one never used: a src id is reused only once
+    // every slot has served a sender (the layer above may cache per-src state).
+    // acq_rel: acquire sees the owner's reset of a released slot; release is not
+    // needed for the claim itself (reg_gen publishes it). Relaxed `uses`: a hint.
     sender_slot *mine = nullptr;
     std::uint32_t slot = 0;
-    for (; slot < geo.nslots; ++slot) {
-        std::uint64_t expected = 0;
-        if (slots[slot].state.compare_exchange_strong(expected, slot_state(slot_kind::active, pid_),
-                                                      std::memory_order_acq_rel,
-                                                      std::memory_order_relaxed)) {
-            mine = &slots[slot];
-            break;
+    for (int pass = 0; pass < 2 && mine == nullptr; ++pass) {
+        for (slot = 0; slot < geo.nslots; ++slot) {
+            if (pass == 0 && slots[slot].uses.load(std::memory_order_relaxed) != 0) {
+                continue;
+            }
+            std::uint64_t expected = 0;
+            if (slots[slot].state.compare_exchange_strong(
+                    expected, slot_state(slot_kind::active, pid_), std::memory_order_acq_rel,
+                    std::memory_order_relaxed)) {
+                mine = &slots[slot];
+                break;
+            }
         }
     }
     if (mine == nullptr) {
@@ -871,6 +898,91 @@ status shm_iface::connect(const wire_address &peer, conn_id &out)
     conn_by_peer_[key] = id;
     sync_tx();
     out = id;
+    return status::ok;
+}
+
+status shm_iface::expose(const void *buf, std::size_t len, remote_buffer &out)
+{
+    (void)len;
+    if (!cma_) {
+        return status::not_supported;  // the receiver will ask for the data (clear to send)
+    }
+    out = {reinterpret_cast<std::uint64_t>(buf), 0};
+    return status::ok;
+}
+
+status shm_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
+                            const remote_buffer &rb, std::size_t len)
+{
+    auto *s = static_cast<shm_iface *>(tl);
+    if (!s->cma_) {
+        return status::not_supported;
+    }
+    wire_address peer{};
+    if (s->remote_address(src, peer) != status::ok) {
+        return status::unreachable;
+    }
+    // One system call copies straight from the sender's buffer into ours: the
+    // single copy. The kernel reads only the peer's own memory, so a bad address
+    // from it costs it an error, nothing else. Partial reads continue.
+    const iovec *local = iov;
+    std::size_t nlocal = iovcnt;
+    std::size_t skip = 0;  // bytes of local[0] already filled
+    std::uint64_t remote = rb.addr;
+    while (len > 0) {
+        iovec lv[16];
+        std::size_t n = 0;
+        std::size_t want = 0;
+        for (std::size_t i = 0; i < nlocal && n < 16 && want < len; ++i) {
+            const std::size_t off = i == 0 ? skip : 0;
+            const std::size_t take = std::min(local[i].iov_len - off, len - want);
+            if (take == 0) {
+                continue;
+            }
+            lv[n++] = {static_cast<std::uint8_t *>(local[i].iov_base) + off, take};
+            want += take;
+        }
+        if (want == 0) {
+            break;  // the local buffers are full (truncation): the caller reports it
+        }
+        const iovec rv{reinterpret_cast<void *>(remote), want};
+        const ssize_t got = process_vm_readv(static_cast<pid_t>(peer.pid), lv, n, &rv, 1, 0);
+        if (got <= 0) {
+            const int err = got < 0 ? errno : EFAULT;
+            if (err == EPERM || err == ENOSYS) {
+                // Not allowed here (ptrace scope, another user, seccomp): fall back for
+                // good, and say so once per process.
+                s->cma_ = false;
+                static std::atomic<bool> logged{false};
+                if (!logged.exchange(true)) {
+                    WEFT_LOG(shm, warn,
+                             "cross-memory attach is not permitted (%s): large messages use a "
+                             "pipelined copy through shared memory (set WEFT_SHM_CMA=n to "
+                             "choose that and silence this)",
+                             std::strerror(err));
+                }
+                return status::not_supported;
+            }
+            WEFT_LOG(shm, debug, "process_vm_readv from pid %u failed: %s", peer.pid,
+                     std::strerror(err));
+            return err == ESRCH ? status::unreachable : status::io_error;
+        }
+        auto done = static_cast<std::size_t>(got);
+        len -= done;
+        remote += done;
+        while (done > 0 && nlocal > 0) {
+            const std::size_t room = local[0].iov_len - skip;
+            if (done < room) {
+                skip += done;
+                done = 0;
+            } else {
+                done -= room;
+                skip = 0;
+                ++local;
+                --nlocal;
+            }
+        }
+    }
     return status::ok;
 }
 

@@ -20,7 +20,8 @@ struct config {
     std::uint64_t peer_check_interval;  ///< PEER_CHECK_INTERVAL: us between peer liveness checks
     std::uint64_t max_senders;          ///< MAX_SENDERS: sender slots in the receive segment
     std::uint64_t rx_batch;             ///< RX_BATCH: most messages handled per progress call
-    bool cleanup_stale;  ///< CLEANUP_STALE: unlink segments of dead processes on open
+    bool cleanup_stale;        ///< CLEANUP_STALE: unlink segments of dead processes on open
+    base::config_ternary cma;  ///< CMA: read peers' buffers with process_vm_readv (rendezvous)
 };
 
 /// The "SHM" table; registered by the core, loaded with base::config_load().
