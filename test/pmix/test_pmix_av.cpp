@@ -403,9 +403,45 @@ int main(int argc, char **argv)
     meet(e, done, rank, size, 0);
     PMIX_TEST_CHECK(done.items.empty(),
                     std::to_string(done.items.size()) + " completion(s) nobody waited for");
+
+    // A second endpoint in the same process loads its own AV through PMIx: it must
+    // get the second endpoints' addresses, not the first ones' again.
+    endpoint e2;
+    open_endpoint(e2, transport);
+    std::uint32_t rank2 = UINT32_MAX;
+    std::uint32_t size2 = 0;
+    PMIX_TEST_OK(weft_av_load_pmix(e2.av, e2.ep, &rank2, &size2));
+    PMIX_TEST_CHECK(rank2 == rank && size2 == size, "second load: rank/size differ");
+    std::vector<unsigned char> mine2(e2.info->addr_len);
+    len = mine2.size();
+    PMIX_TEST_OK(weft_ep_getname(e2.ep, mine2.data(), &len));
+    PMIX_TEST_CHECK(std::memcmp(mine2.data(), mine.data(), len) != 0,
+                    "two endpoints have the same address");
+    for (std::uint32_t r = 0; r < size; ++r) {
+        std::vector<unsigned char> a1(e.info->addr_len);
+        std::vector<unsigned char> a2(e2.info->addr_len);
+        std::size_t l1 = a1.size();
+        std::size_t l2 = a2.size();
+        PMIX_TEST_OK(weft_av_lookup(e.av, r, a1.data(), &l1));
+        PMIX_TEST_OK(weft_av_lookup(e2.av, r, a2.data(), &l2));
+        PMIX_TEST_CHECK(
+            l1 != l2 || std::memcmp(a1.data(), a2.data(), l1) != 0,
+            "second load returned the first endpoint's address of rank " + std::to_string(r));
+    }
+    len = entry.size();
+    PMIX_TEST_OK(weft_av_lookup(e2.av, rank, entry.data(), &len));
+    PMIX_TEST_CHECK(std::memcmp(mine2.data(), entry.data(), len) == 0,
+                    "second AV entry at index == rank is not the second endpoint's address");
+    completions done2;
+    exchange(e2, done2, rank, size, 1, true);
+    meet(e2, done2, rank, size, 1);
+    close_endpoint(e2);
     close_endpoint(e);
     if (rank == 0) {
-        std::printf("ok: %u ranks exchanged directed and any-source messages (all pairs)\n", size);
+        std::printf(
+            "ok: %u ranks exchanged directed and any-source messages (all pairs), "
+            "and again through a second endpoint\n",
+            size);
     }
     return 0;
 }
