@@ -121,7 +121,10 @@ struct alignas(128) sender_slot {
     /// about to reserve. Lets the owner find who holds an unpublished cell
     /// (docs/shm.md "Dead senders").
     std::atomic<std::uint64_t> resv;
-    std::uint8_t reserved_[48];  ///< zero
+    /// Times the owner freed this slot (written by the owner only). Claimers
+    /// prefer slots never used, so a src id is reused as late as possible.
+    std::atomic<std::uint32_t> uses;
+    std::uint8_t reserved_[44];  ///< zero
     /// The sender's address (for remote_address()); written before its first send.
     wire_address addr;
 };

@@ -80,6 +80,11 @@ struct endpoint {
     }
 
     unsigned progress() { return weft::transport::progress(tl.get()); }
+    status ops_get_zcopy(src_id src, const struct iovec *iov, std::size_t n,
+                         const weft::transport::remote_buffer &rb, std::size_t len)
+    {
+        return tl->ops().get_zcopy(tl.get(), src, iov, n, rb, len);
+    }
 };
 
 /// Open an endpoint of this process. Returns nullptr (after a test failure) on error.
@@ -155,7 +160,7 @@ TEST(shm, attributes_and_address)
     EXPECT_EQ(a->tl->kind(), weft::transport::transport_kind::shm);
     EXPECT_EQ(a->tl->attr().max_short, shm::cell_size - 12);
     EXPECT_EQ(a->tl->attr().max_bcopy, cfg.bcopy_size);
-    EXPECT_EQ(a->tl->attr().max_hdr, 32U);
+    EXPECT_EQ(a->tl->attr().max_hdr, 64U);
     EXPECT_NE(a->addr.transports & (1U << unsigned(weft::transport::transport_kind::shm)), 0U);
     EXPECT_NE(shm::address_cookie(a->addr), 0U);
     EXPECT_TRUE(file_exists(dev_shm_path(a->addr.pid, 1)));
@@ -302,6 +307,46 @@ TEST(shm, send_to_self)
     EXPECT_EQ(from.ep_id, 1U);
 }
 
+TEST(shm, get_zcopy_reads_the_exposed_buffer)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    if (cfg.cma == weft::base::config_ternary::no) {
+        GTEST_SKIP() << "WEFT_SHM_CMA=n";
+    }
+    std::vector<std::uint8_t> src(100000);
+    for (std::size_t i = 0; i < src.size(); ++i) {
+        src[i] = pattern(3, 1, i);
+    }
+    weft::transport::remote_buffer rb{};
+    ASSERT_EQ(a->tl->expose(src.data(), src.size(), rb), status::ok);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    ASSERT_EQ(send_short(*a, c, 1, &rb, sizeof(rb), nullptr, 0), status::ok);
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 1; }));
+    // Three destination pieces, the last larger than what is left.
+    std::vector<std::uint8_t> d1(7), d2(60000), d3(50000, 0xee);
+    const struct iovec iov[3] = {
+        {d1.data(), d1.size()}, {d2.data(), d2.size()}, {d3.data(), d3.size()}};
+    status st;
+    {
+        weft::test::expect_log_warnings maybe(0);  // the kernel may refuse (ptrace scope)
+        st = b->ops_get_zcopy(b->rx[0].src, iov, 3, rb, src.size());
+    }
+    if (st == status::not_supported) {
+        GTEST_SKIP() << "process_vm_readv is not permitted here";
+    }
+    ASSERT_EQ(st, status::ok);
+    EXPECT_EQ(std::memcmp(d1.data(), src.data(), 7), 0);
+    EXPECT_EQ(std::memcmp(d2.data(), src.data() + 7, d2.size()), 0);
+    EXPECT_EQ(std::memcmp(d3.data(), src.data() + 7 + d2.size(), src.size() - 7 - d2.size()), 0);
+    EXPECT_EQ(d3.back(), 0xee) << "nothing written past the message";
+    // An unknown sender is unreachable.
+    EXPECT_EQ(b->ops_get_zcopy(b->rx[0].src + 1, iov, 3, rb, 10), status::unreachable);
+}
+
 TEST(shm, fifo_full_returns_again_until_receiver_progresses)
 {
     shm::config cfg = test_config();
@@ -372,7 +417,8 @@ TEST(shm, invalid_sends_are_rejected)
                   status::invalid);
         EXPECT_EQ(send_short(*a, c, 0, buf, 8, buf, a->tl->attr().max_short - 7), status::invalid);
         EXPECT_EQ(send_short(*a, c + 1, 0, buf, 1, nullptr, 0), status::invalid);
-        EXPECT_EQ(weft::transport::send_bcopy(a->tl.get(), c, 0, buf, 33, &iov, 1, 0, 1),
+        EXPECT_EQ(weft::transport::send_bcopy(a->tl.get(), c, 0, buf, a->tl->attr().max_hdr + 1,
+                                              &iov, 1, 0, 1),
                   status::invalid);
         // The iovec holds fewer bytes than asked for.
         EXPECT_EQ(
@@ -788,7 +834,63 @@ TEST(shm, closed_senders_free_their_slots)
         ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == round + 1; }));
     }
     EXPECT_GE(shm::get_stats(*b->tl)->slots_released, 3U);
-    EXPECT_TRUE(b->failed.empty()) << "a clean close is not a failure";
+    // A clean close is a disconnect: each sender is reported once, receive side.
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->failed.size() == 5; }));
+    for (const failure &f : b->failed) {
+        EXPECT_EQ(f.conn, invalid_id);
+        EXPECT_LT(f.src, 2U);
+    }
+}
+
+TEST(shm, closing_peer_is_reported_once_with_both_sides)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id ab = invalid_id;
+    conn_id ba = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, ab), status::ok);
+    ASSERT_EQ(b->tl->connect(a->addr, ba), status::ok);
+    ASSERT_EQ(send_short(*a, ab, 1, "a", 1, nullptr, 0), status::ok);
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 1; }));
+    const src_id from_a = b->rx[0].src;
+    a.reset();
+    ASSERT_TRUE(progress_until(
+        {b.get()}, [&] { return !b->failed.empty(); }, 5000));
+    ASSERT_EQ(b->failed.size(), 1U);
+    EXPECT_EQ(b->failed[0].conn, ba);
+    EXPECT_EQ(b->failed[0].src, from_a);
+    EXPECT_EQ(send_short(*b, ba, 1, "b", 1, nullptr, 0), status::unreachable);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+    while (std::chrono::steady_clock::now() < until) {
+        b->progress();
+    }
+    EXPECT_EQ(b->failed.size(), 1U);
+}
+
+TEST(shm, freed_slots_are_reused_last)
+{
+    shm::config cfg = test_config();
+    cfg.max_senders = 3;
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(b);
+    std::vector<src_id> srcs;
+    for (std::uint32_t round = 0; round < 4; ++round) {
+        auto a = open_ep(10 + round, cfg);
+        ASSERT_TRUE(a);
+        conn_id c = invalid_id;
+        ASSERT_EQ(a->tl->connect(b->addr, c), status::ok) << "round " << round;
+        ASSERT_EQ(send_short(*a, c, 1, &round, sizeof(round), nullptr, 0), status::ok);
+        ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == round + 1; }));
+        srcs.push_back(b->rx.back().src);
+        a.reset();
+        // Wait until b has freed the slot, so it is free when the next sender comes.
+        ASSERT_TRUE(progress_until(
+            {b.get()}, [&] { return shm::get_stats(*b->tl)->slots_released == round + 1; }));
+    }
+    // Slots 0, 1, 2 are each used once before any is used again.
+    EXPECT_EQ(srcs, (std::vector<src_id>{0, 1, 2, 0}));
 }
 
 TEST(shm, no_free_sender_slot)
