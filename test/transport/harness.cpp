@@ -396,7 +396,11 @@ weft_info *make_hints(const std::string &transport, std::uint64_t caps)
     WEFT_TCHECK_OK(weft_ep_enable(c.ep));
 
     c.eager_size = assumed_eager_size;
-    std::size_t len = sizeof(c.inject_size);
+    std::size_t len = sizeof(c.rndv_threshold);
+    WEFT_TCHECK_OK(weft_ep_getopt(c.ep, WEFT_OPT_VAR_MSG_THRESHOLD, &c.rndv_threshold, &len));
+    WEFT_TCHECK_MSG(c.rndv_threshold > 1 && c.rndv_threshold < 8 * 1024 * 1024,
+                    "rendezvous threshold " + std::to_string(c.rndv_threshold));
+    len = sizeof(c.inject_size);
     WEFT_TCHECK_OK(weft_ep_getopt(c.ep, WEFT_OPT_INJECT_SIZE, &c.inject_size, &len));
 
     std::size_t addr_len = max_addr_len;

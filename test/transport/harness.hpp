@@ -79,6 +79,9 @@ class rank_ctx {
 
     /// Fragment boundary the tests straddle (assumed_eager_size).
     std::size_t eager_size = 0;
+    /// Messages longer than this use rendezvous (WEFT_OPT_VAR_MSG_THRESHOLD, whose
+    /// default is the rendezvous threshold WEFT_RNDV_THRESH).
+    std::size_t rndv_threshold = 0;
     std::size_t inject_size = 0;  ///< WEFT_OPT_INJECT_SIZE
     std::size_t max_msg_size = 0;
     std::size_t iov_limit = 0;

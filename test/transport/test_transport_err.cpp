@@ -50,8 +50,11 @@ TEST_P(transport_err, truncation_error_entry)
     const ::testing::AssertionResult result = run(
         2,
         [](rank_ctx &c) {
-            const std::vector<trunc_case> cases = {
-                {4096, 1024}, {4 * c.eager_size + 5, c.eager_size + 3}, {mib + 7, 1000}, {100, 0}};
+            const std::vector<trunc_case> cases = {{4096, 1024},
+                                                   {4 * c.eager_size + 5, c.eager_size + 3},
+                                                   {mib + 7, 1000},
+                                                   {100, 0},
+                                                   {c.rndv_threshold + 1, c.rndv_threshold - 1}};
             const std::size_t n = cases.size();
             std::vector<std::vector<unsigned char>> rbufs(n);
             std::vector<unsigned char> after(128, fill_byte);
@@ -256,7 +259,7 @@ ssize_t recvmsg(rank_ctx &c, void *buf, std::size_t len, std::uint64_t tag, std:
 TEST_P(transport_err, peek_claim_discard)
 {
     const ::testing::AssertionResult result = run(2, [](rank_ctx &c) {
-        const std::size_t big_discard = 2 * c.eager_size + 1;
+        const std::size_t big_discard = c.rndv_threshold - 1;  // the largest eager message
         const std::vector<peek_msg> msgs = {
             {0x801, 100},          // 0: peeked twice, received at the end
             {0x802, 200},          // 1: PEEK|CLAIM, then CLAIM

@@ -157,7 +157,7 @@ struct stream_params {
     int per_sender = 100;
     bool any_source = true;
     bool same_tag = false;  ///< all senders use one tag (else the sender is in the tag)
-    std::size_t (*size)(int sender, int seq, std::size_t eager) = nullptr;
+    std::size_t (*size)(int sender, int seq, std::size_t eager, std::size_t rndv) = nullptr;
     std::size_t max_size = 0;  ///< largest size() for the eager size in use
     int window = 32;
 };
@@ -179,7 +179,7 @@ void run_stream(rank_ctx &c, const stream_params &p)
     for (int seq = 0; seq < p.per_sender; ++seq) {
         for (int s = 0; s < p.senders; ++s) {
             if (c.plays(s + 1)) {
-                const std::size_t len = p.size(s, seq, c.eager_size);
+                const std::size_t len = p.size(s, seq, c.eager_size, c.rndv_threshold);
                 out.push_back({s, seq, total_bytes, len});
                 total_bytes += len;
             }
@@ -249,7 +249,7 @@ void run_stream(rank_ctx &c, const stream_params &p)
             WEFT_TCHECK_EQ(e.tag & ~std::uint64_t{0xFF}, stream_tag);
             const int seq = next_seq[static_cast<std::size_t>(s)]++;
             WEFT_TCHECK(seq < p.per_sender);
-            const std::size_t len = p.size(s, seq, c.eager_size);
+            const std::size_t len = p.size(s, seq, c.eager_size, c.rndv_threshold);
             const std::string what = "receive " + std::to_string(received) + " (sender " +
                                      std::to_string(s) + ", message " + std::to_string(seq) + ")";
             WEFT_TCHECK_MSG(e.len == len, what + ": length " + std::to_string(e.len) +
@@ -268,7 +268,7 @@ void run_stream(rank_ctx &c, const stream_params &p)
     }
 }
 
-std::size_t fan_in_size(int sender, int seq, std::size_t eager)
+std::size_t fan_in_size(int sender, int seq, std::size_t eager, std::size_t rndv)
 {
     switch (seq % 8) {
         case 0:
@@ -282,7 +282,7 @@ std::size_t fan_in_size(int sender, int seq, std::size_t eager)
         case 4:
             return 3 * eager + static_cast<std::size_t>(sender);
         case 5:
-            return 64;
+            return seq % 16 == 5 ? rndv + static_cast<std::size_t>(sender) - 1 : 64;
         case 6:
             return 4096 + 7 * static_cast<std::size_t>(sender);
         default:
@@ -303,17 +303,20 @@ TEST_P(transport_msg, fan_in_any_source)
             p.senders = 3;
             p.per_sender = 200;
             p.size = fan_in_size;
-            p.max_size = std::max<std::size_t>(100000 + 200, 3 * c.eager_size + 3);
+            p.max_size =
+                std::max<std::size_t>({100000 + 200, 3 * c.eager_size + 3, c.rndv_threshold + 1});
             run_stream(c, p);
         },
         opt);
     ASSERT_TRUE(result);
 }
 
-std::size_t ordering_size(int, int seq, std::size_t eager)
+std::size_t ordering_size(int, int seq, std::size_t eager, std::size_t rndv)
 {
-    static constexpr int pattern[] = {0, 1, 8, -1, 0, 1, 2, 17, 3, 4};
+    static constexpr int pattern[] = {0, 1, 5, -1, 0, 1, 2, 17, 3, 4};
     switch (pattern[seq % 10]) {
+        case 5:  // rndv - 1, rndv, rndv + 1: eager on one side, rendezvous on the other
+            return rndv - 1 + static_cast<std::size_t>(seq / 10 % 3);
         case -1:
             return eager - 1;
         case 0:
@@ -347,7 +350,7 @@ TEST_P(transport_msg, ordering_same_tag_mixed_sizes)
             p.any_source = false;
             p.same_tag = true;
             p.size = ordering_size;
-            p.max_size = std::max<std::size_t>(65536, 2 * c.eager_size + 3);
+            p.max_size = std::max<std::size_t>({65536, 2 * c.eager_size + 3, c.rndv_threshold + 1});
             p.window = 50;
             run_stream(c, p);
         },
@@ -357,10 +360,10 @@ TEST_P(transport_msg, ordering_same_tag_mixed_sizes)
 
 // ------------------------------------------------------------------ unexpected
 
-std::vector<std::size_t> unexpected_sizes(std::size_t eager)
+std::vector<std::size_t> unexpected_sizes(std::size_t eager, std::size_t rndv)
 {
-    return {0,     1,          64,         eager - 1, eager,   eager + 1, 4 * eager + 9,
-            65520, 65536 + 17, 262144 + 3, mib + 7,   4 * mib, 3};
+    return {0,          1,          64,      eager - 1, eager, eager + 1, 4 * eager + 9, 65520,
+            65536 + 17, 262144 + 3, mib + 7, 4 * mib,   3,     rndv - 1,  rndv,          rndv + 1};
 }
 
 // The sender sends everything first; the receiver posts only after a barrier (and
@@ -372,7 +375,7 @@ TEST_P(transport_msg, unexpected_before_posted)
     const ::testing::AssertionResult result = run(
         2,
         [](rank_ctx &c) {
-            const std::vector<std::size_t> sizes = unexpected_sizes(c.eager_size);
+            const std::vector<std::size_t> sizes = unexpected_sizes(c.eager_size, c.rndv_threshold);
             const std::size_t n = sizes.size();
             std::vector<std::vector<unsigned char>> sbufs(n);
             if (c.plays(1)) {
