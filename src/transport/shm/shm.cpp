@@ -423,6 +423,9 @@ status shm_iface::send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void
     std::size_t left = len;
     for (std::size_t k = first; left != 0; ++k) {
         const std::size_t n = std::min(left, iov[k].iov_len - skip);
+        if (n == 0) {
+            continue;  // an empty entry may have a null base
+        }
         std::memcpy(dst, static_cast<const std::uint8_t *>(iov[k].iov_base) + skip, n);
         dst += n;
         left -= n;

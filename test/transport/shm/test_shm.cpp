@@ -279,6 +279,22 @@ TEST(shm, bcopy_messages_with_iovec_and_offset)
     }
 }
 
+TEST(shm, bcopy_iovec_with_empty_null_entries)
+{
+    const shm::config cfg = test_config();
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    char x[] = "abc";
+    char y[] = "defg";
+    const struct iovec iov[5] = {{nullptr, 0}, {x, 3}, {nullptr, 0}, {y, 4}, {nullptr, 0}};
+    ASSERT_EQ(weft::transport::send_bcopy(a->tl.get(), c, 2, "H", 1, iov, 5, 1, 6), status::ok);
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 1; }));
+    EXPECT_EQ(std::string(b->rx[0].bytes.begin(), b->rx[0].bytes.end()), "Hbcdefg");
+}
+
 TEST(shm, send_to_self)
 {
     const shm::config cfg = test_config();
