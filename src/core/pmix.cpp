@@ -85,10 +85,14 @@ struct value_ptr {
     }
     // PMIx_Init is reference counted: when a host (MPI) has initialised PMIx
     // already, this only takes our own reference and tells us our identity.
+    const bool host_initialised = PMIx_Initialized() != 0;
     const pmix_status_t rc = PMIx_Init(&c.self, nullptr, 0);
     if (rc != PMIX_SUCCESS) {
-        // Undo the partial initialisation so that PMIx_Initialized() is false again.
-        (void)PMIx_Finalize(nullptr, 0);
+        // Undo our partial initialisation so that PMIx_Initialized() is false
+        // again (never the host's: that reference is not ours to drop).
+        if (!host_initialised) {
+            (void)PMIx_Finalize(nullptr, 0);
+        }
         if (rc == PMIX_ERR_UNREACH) {
             WEFT_LOG(pmix, error,
                      "no PMIx server reachable (PMIx_Init: %s): run under a PMIx launcher "
@@ -108,7 +112,8 @@ struct value_ptr {
             WEFT_LOG(pmix, warn, "atexit failed: PMIx_Finalize will not run at exit");
         }
     }
-    WEFT_LOG(pmix, debug, "PMIx client %s:%u initialised", c.self.nspace, c.self.rank);
+    WEFT_LOG(pmix, debug, "PMIx client %s:%u initialised%s", c.self.nspace, c.self.rank,
+             host_initialised ? " (PMIx was already initialised in this process)" : "");
     return status::ok;
 }
 
