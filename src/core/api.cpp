@@ -48,6 +48,7 @@ void fill_info(weft_info &i, const char *name, const weft_info *hints, const cor
     i.ep_attr.rx_size = cfg.rx_size;
     i.ep_attr.iov_limit = proto::max_iov;
     i.ep_attr.msg_order = WEFT_ORDER_SAS;
+    i.ep_attr.credit_mode = hints != nullptr ? hints->ep_attr.credit_mode : WEFT_CREDITS_QUEUE;
     i.domain_attr.progress = WEFT_PROGRESS_MANUAL;
     i.domain_attr.threading = WEFT_THREAD_SAFE;
     if (hints != nullptr) {
@@ -63,6 +64,8 @@ void fill_info(weft_info &i, const char *name, const weft_info *hints, const cor
 bool info_ok(const weft_info *info)
 {
     return info != nullptr && valid_threading(info->domain_attr.threading) &&
+           (info->ep_attr.credit_mode == WEFT_CREDITS_QUEUE ||
+            info->ep_attr.credit_mode == WEFT_CREDITS_EAGAIN) &&
            valid_progress(info->domain_attr.progress) && (info->caps & ~supported_caps) == 0;
 }
 
@@ -870,6 +873,49 @@ int weft_ep_progress(weft_ep_t *ep)
         return -WEFT_EINVAL;
     }
     return static_cast<int>(ep->ops->progress(ep));
+}
+
+// ------------------------------------------------------------------ credits
+
+int weft_ep_credits(weft_ep_t *ep, weft_addr_t peer, struct weft_credits *credits)
+{
+    if (ep == nullptr || !ep->enabled || credits == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    if (peer != WEFT_ADDR_UNSPEC && peer >= weft_av_count(ep->av)) {
+        return -WEFT_EINVAL;
+    }
+    weft::base::scoped_guard g(ep->lock);  // a query: always take the lock
+    ep->engine->credits(peer, peer == WEFT_ADDR_UNSPEC, *credits);
+    return 0;
+}
+
+namespace {
+
+ssize_t iov_cost(weft_ep_t *ep, const struct iovec *iov, size_t count)
+{
+    if (ep == nullptr || !ep->enabled || (iov == nullptr && count != 0) || count > proto::max_iov) {
+        return -WEFT_EINVAL;
+    }
+    std::size_t len = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        len += iov[i].iov_len;
+    }
+    return static_cast<ssize_t>(ep->engine->message_cost(len));
+}
+
+}  // namespace
+
+ssize_t weft_ep_sendv_cost(weft_ep_t *ep, const struct iovec *iov, size_t count)
+{
+    return iov_cost(ep, iov, count);
+}
+
+ssize_t weft_ep_recvv_cost(weft_ep_t *ep, const struct iovec *iov, size_t count)
+{
+    // A receive of this size takes as many of its sender's credits as the
+    // largest message that fits it costs.
+    return iov_cost(ep, iov, count);
 }
 
 // ------------------------------------------------------------------ tagged messages

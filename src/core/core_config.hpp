@@ -19,6 +19,10 @@ struct core_config {
     std::uint64_t match_hash_bits;    ///< log2 of tag-matching hash buckets
     std::uint64_t progress_sleep_us;  ///< auto progress: idle sleep
     std::size_t rndv_thresh;          ///< messages above this use rendezvous
+    bool credits;                     ///< flow control on
+    std::uint64_t credit_initial;     ///< credits granted at first contact
+    std::uint64_t credit_window;      ///< receive window per peer
+    std::uint64_t credit_threshold;   ///< explicit update threshold (0 = window / 2)
 };
 
 inline constexpr base::config_field core_config_fields[] = {
@@ -47,6 +51,18 @@ inline constexpr base::config_field core_config_fields[] = {
         "RNDV_THRESH", base::config_type::size, "16k",
         "messages longer than this use rendezvous (data read from the sender's buffer); "
         "also the default variable-message threshold"),
+    base::make_field<&core_config::credits>(
+        "CREDITS", base::config_type::boolean, "y",
+        "credit-based flow control: a peer sends only what this endpoint granted it"),
+    base::make_field<&core_config::credit_initial>(
+        "CREDIT_INITIAL", base::config_type::uint, "64",
+        "credits each side assumes at first contact (must be equal on every process)"),
+    base::make_field<&core_config::credit_window>("CREDIT_WINDOW", base::config_type::uint, "256",
+                                                  "receive window granted to each peer (3..65535)"),
+    base::make_field<&core_config::credit_threshold>(
+        "CREDIT_THRESHOLD", base::config_type::uint, "0",
+        "returnable credits that trigger an explicit update when no traffic carries them "
+        "(0: window / 2)"),
 };
 
 inline constexpr base::config_table core_config_table =

@@ -269,6 +269,17 @@ int ep_enable(weft_ep *ep)
         .rndv_thresh = rndv,
         .variable = variable,
         .var_thresh = rndv,
+        .credits = cfg.credits,
+        .credit_cfg = {.mode = proto::credit_mode::per_peer,
+                       .initial = static_cast<std::uint16_t>(
+                           std::min<std::uint64_t>(cfg.credit_initial, 65535)),
+                       .window = static_cast<std::uint16_t>(
+                           std::min<std::uint64_t>(cfg.credit_window, 65535)),
+                       .threshold = static_cast<std::uint16_t>(
+                           std::min<std::uint64_t>(cfg.credit_threshold, 65535)),
+                       .grant_step = 0,
+                       .pool_size = 0},
+        .credit_eagain = ep->info.ep_attr.credit_mode == WEFT_CREDITS_EAGAIN,
     };
     ep->engine = std::make_unique<proto::tag_engine>(ep_params, *ep->av);
     for (auto &tl : ep->tls) {

@@ -72,10 +72,18 @@ constexpr transport::src_id max_sources = 1u << 20;
 tag_engine::tag_engine(const engine_params &p, const address_book &av)
     : params_(p), av_(av), matcher_(p.match_hash_bits)
 {
+    if (params_.credits) {
+        const char *why = "";
+        if (pool_.init(params_.credit_cfg, &why) != status::ok) {
+            WEFT_LOG(proto, error, "credit configuration rejected (%s): flow control is off", why);
+            params_.credits = false;
+        }
+    }
 }
 
 tag_engine::~tag_engine()
 {
+    closing_ = true;  // freeing records must not send credit updates
     std::vector<unexpected_record *> queued;
     matcher_.for_each_unexpected([&](const unexpected_msg *m) {
         queued.push_back(static_cast<unexpected_record *>(const_cast<unexpected_msg *>(m)));
@@ -194,8 +202,217 @@ peer_state *tag_engine::connect_peer(std::uint64_t dest, int &rc)
     p->max_short = best->attr().max_short;
     p->max_bcopy = best->attr().max_bcopy;
     p->index = static_cast<std::uint32_t>(dest);
+    if (params_.credits) {
+        p->max_bcopy -= sizeof(credit_prefix);  // room for piggybacked credits
+    }
     peers_[dest] = std::move(p);
-    return peers_[dest].get();
+    peer_state *ps = peers_[dest].get();
+    if (params_.credits && !attach_credits(ps)) {
+        rc = -WEFT_EAGAIN;
+        return nullptr;
+    }
+    return ps;
+}
+
+// ------------------------------------------------------------------ credits
+
+bool tag_engine::attach_credits(peer_state *p)
+{
+    if (p->cr.attached()) {
+        return true;
+    }
+    if (p->cr.attach(pool_) != status::ok) {
+        WEFT_LOG(proto, warn, "no receive credits left in the shared pool for peer %u", p->index);
+        return false;
+    }
+    // Per-peer windows beyond the initial grant are returnable at once: tell the
+    // peer now, unless traffic will carry them.
+    if (p->cr.needs_explicit_update() && !closing_) {
+        send_update(p);
+    }
+    return true;
+}
+
+bool tag_engine::credit_take(peer_state *p, std::uint32_t &returned)
+{
+    returned = 0;
+    if (!params_.credits) [[unlikely]] {
+        return true;
+    }
+    if (p->cr.try_consume(1) == credit_verdict::blocked) [[unlikely]] {
+        return false;
+    }
+    returned = p->cr.take_returnable();
+    return true;
+}
+
+status tag_engine::tx_short(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
+                            const void *payload, std::size_t len)
+{
+    std::uint32_t n;
+    if (!credit_take(p, n)) [[unlikely]] {
+        return status::busy;  // no credit: the caller queues the message
+    }
+    status st;
+    if (n == 0) [[likely]] {
+        st = transport::send_short(p->tl, p->conn, unsigned(am), hdr, hlen, payload, len);
+    } else {
+        alignas(8) std::uint8_t buf[sizeof(credit_prefix) + 64];
+        const credit_prefix cp{n, 0};
+        std::memcpy(buf, &cp, sizeof(cp));
+        std::memcpy(buf + sizeof(cp), hdr, hlen);
+        const unsigned id = unsigned(am) | am_credit_flag;
+        if (sizeof(cp) + hlen + len <= p->max_short) {
+            st = transport::send_short(p->tl, p->conn, id, buf, sizeof(cp) + hlen, payload, len);
+        } else {
+            // The prefix pushed it past the short size: the bcopy budget kept room for it.
+            const iovec iov{const_cast<void *>(payload), len};
+            st = transport::send_bcopy(p->tl, p->conn, id, buf, sizeof(cp) + hlen, &iov, 1, 0, len);
+        }
+    }
+    if (st != status::ok && params_.credits) {
+        p->cr.refund(1);
+        p->cr.restore_returnable(n);
+    }
+    return st;
+}
+
+status tag_engine::tx_bcopy(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
+                            const iovec *iov, std::size_t iovcnt, std::size_t offset,
+                            std::size_t len)
+{
+    std::uint32_t n;
+    if (!credit_take(p, n)) [[unlikely]] {
+        return status::busy;
+    }
+    status st;
+    if (n == 0) [[likely]] {
+        st = transport::send_bcopy(p->tl, p->conn, unsigned(am), hdr, hlen, iov, iovcnt, offset,
+                                   len);
+    } else {
+        alignas(8) std::uint8_t buf[sizeof(credit_prefix) + 64];
+        const credit_prefix cp{n, 0};
+        std::memcpy(buf, &cp, sizeof(cp));
+        std::memcpy(buf + sizeof(cp), hdr, hlen);
+        st = transport::send_bcopy(p->tl, p->conn, unsigned(am) | am_credit_flag, buf,
+                                   sizeof(cp) + hlen, iov, iovcnt, offset, len);
+    }
+    if (st != status::ok && params_.credits) {
+        p->cr.refund(1);
+        p->cr.restore_returnable(n);
+    }
+    return st;
+}
+
+void tag_engine::send_update(peer_state *p)
+{
+    const std::uint32_t n = p->cr.take_explicit_update();
+    const credit_prefix cp{n, 0};
+    const status st =
+        transport::send_short(p->tl, p->conn, unsigned(am_id::credit_update) | am_credit_flag, &cp,
+                              sizeof(cp), nullptr, 0);
+    if (st != status::ok) {
+        p->cr.refund(1);
+        p->cr.restore_returnable(n);
+        if (std::find(updates_due_.begin(), updates_due_.end(), p) == updates_due_.end()) {
+            updates_due_.push_back(p);  // retried by progress
+        }
+    }
+}
+
+void tag_engine::progress_updates()
+{
+    auto due = std::move(updates_due_);
+    updates_due_.clear();
+    for (peer_state *p : due) {
+        if (!p->failed && p->cr.needs_explicit_update()) {
+            send_update(p);
+        }
+    }
+}
+
+void tag_engine::release(peer_state *p, std::uint32_t n)
+{
+    p->cr.on_released(n, pool_);
+    if (p->cr.needs_explicit_update() && !closing_ && !p->failed) [[unlikely]] {
+        send_update(p);
+    }
+}
+
+peer_state *tag_engine::credit_peer(unsigned tl, transport::src_id src)
+{
+    rx_source *s = source(tl, src);
+    if (s == nullptr) {
+        return nullptr;
+    }
+    if (s->peer != nullptr) [[likely]] {
+        return s->peer;
+    }
+    // First message from this sender: its credits live in the same peer record
+    // our sends to it use (both directions of one window pair).
+    peer_state *p = nullptr;
+    if (s->av != unknown_source) {
+        int rc = 0;
+        p = peer_for(s->av, rc);
+    }
+    if (p == nullptr) {
+        p = reply_peer(tl, src);
+    }
+    if (p == nullptr || !attach_credits(p)) {
+        return nullptr;
+    }
+    s = source(tl, src);
+    s->peer = p;
+    return p;
+}
+
+void tag_engine::credits(std::uint64_t peer, bool all, weft_credits &out) const
+{
+    out = {};
+    out.send_window = params_.credits ? pool_.initial() : 0;
+    out.recv_window = params_.credits ? pool_.window() : 0;
+    if (!params_.credits) {
+        out.send = UINT64_MAX;  // no flow control: nothing to run out of
+        out.recv = UINT64_MAX;
+        return;
+    }
+    auto add = [&](const peer_state &p) {
+        out.send += p.cr.attached() ? p.cr.send_credits() : pool_.initial();
+        out.recv += p.cr.attached() ? p.cr.recv_credits() : pool_.initial();
+    };
+    if (all) {
+        for (const auto &p : peers_) {
+            if (p != nullptr && p->cr.attached()) {
+                add(*p);
+            }
+        }
+        return;
+    }
+    if (peer < peers_.size() && peers_[peer] != nullptr) {
+        add(*peers_[peer]);
+    } else {
+        out.send = pool_.initial();  // first contact grants the initial credits
+        out.recv = pool_.initial();
+    }
+}
+
+std::size_t tag_engine::message_cost(std::size_t len) const noexcept
+{
+    if (!params_.credits) {
+        return 0;
+    }
+    const transport::iface *tl = npoll_ > 0 ? poll_tls_[0] : tls_[0];
+    if (tl == nullptr) {
+        return 1;
+    }
+    const std::size_t budget = tl->attr().max_bcopy - sizeof(credit_prefix);
+    if (len > params_.rndv_thresh) {
+        return 1;  // the rendezvous header; the data is read in place
+    }
+    if (sizeof(eager_data_hdr) + len <= budget) {
+        return 1;
+    }
+    return credit_cost(len, budget - sizeof(eager_first_hdr), budget - sizeof(eager_frag_hdr));
 }
 
 void tag_engine::complete_send(void *context, std::uint64_t op_flags, std::uint64_t tag)
@@ -212,19 +429,15 @@ status tag_engine::send_now(peer_state *p, const send_args &a)
     if ((a.flags & WEFT_REMOTE_CQ_DATA) == 0) [[likely]] {
         const eager_hdr h{a.tag};
         if (a.iovcnt == 1 && sizeof(h) + a.len <= p->max_short) [[likely]] {
-            return transport::send_short(p->tl, p->conn, unsigned(am_id::eager), &h, sizeof(h),
-                                         a.iov[0].iov_base, a.len);
+            return tx_short(p, am_id::eager, &h, sizeof(h), a.iov[0].iov_base, a.len);
         }
-        return transport::send_bcopy(p->tl, p->conn, unsigned(am_id::eager), &h, sizeof(h), a.iov,
-                                     a.iovcnt, 0, a.len);
+        return tx_bcopy(p, am_id::eager, &h, sizeof(h), a.iov, a.iovcnt, 0, a.len);
     }
     const eager_data_hdr h{a.tag, a.data};
     if (a.iovcnt == 1 && sizeof(h) + a.len <= p->max_short) {
-        return transport::send_short(p->tl, p->conn, unsigned(am_id::eager_data), &h, sizeof(h),
-                                     a.iov[0].iov_base, a.len);
+        return tx_short(p, am_id::eager_data, &h, sizeof(h), a.iov[0].iov_base, a.len);
     }
-    return transport::send_bcopy(p->tl, p->conn, unsigned(am_id::eager_data), &h, sizeof(h), a.iov,
-                                 a.iovcnt, 0, a.len);
+    return tx_bcopy(p, am_id::eager_data, &h, sizeof(h), a.iov, a.iovcnt, 0, a.len);
 }
 
 int tag_engine::send(const send_args &a)
@@ -243,11 +456,18 @@ int tag_engine::send(const send_args &a)
             complete_send(a.context, a.flags, a.tag);
             return 0;
         }
-        if (st != status::again) {
+        if (st != status::again && st != status::busy) {
             if (st == status::unreachable) {
                 mark_failed(p->index);
             }
             return base::to_c(st);
+        }
+    }
+    if (params_.credit_eagain && params_.credits && !can_send(p)) {
+        // The application asked to see back-pressure instead of queueing.
+        progress();
+        if (!can_send(p)) {
+            return -WEFT_EAGAIN;
         }
     }
     if (a.len > params_.rndv_thresh && (a.flags & WEFT_INJECT) == 0) {
@@ -352,11 +572,11 @@ int tag_engine::send_rndv(peer_state *p, const send_args &a)
 void tag_engine::send_control(peer_state *p, am_id am, const void *hdr, std::size_t len)
 {
     if (p->pending_head == nullptr) {
-        const status st = transport::send_short(p->tl, p->conn, unsigned(am), hdr, len, nullptr, 0);
+        const status st = tx_short(p, am, hdr, len, nullptr, 0);
         if (st == status::ok) {
             return;
         }
-        if (st != status::again) {
+        if (st != status::again && st != status::busy) {
             WEFT_LOG(proto, debug, "protocol message %u to peer %u not sent: %s", unsigned(am),
                      p->index, base::status_string(st));
             return;
@@ -397,6 +617,9 @@ peer_state *tag_engine::reply_peer(unsigned tl, transport::src_id src)
         p->max_short = tls_[tl]->attr().max_short;
         p->max_bcopy = tls_[tl]->attr().max_bcopy;
         p->index = unknown_source;
+        if (params_.credits) {
+            p->max_bcopy -= sizeof(credit_prefix);
+        }
         s = source(tl, src);  // connect() may not, but be safe against reallocation
         s->reply = std::move(p);
     }
@@ -448,8 +671,7 @@ status tag_engine::push(peer_state *p, send_request *r)
         case send_kind::eager:
             return push_eager(p, r);
         case send_kind::control:
-            return transport::send_short(p->tl, p->conn, r->ctl_am, r->ctl_hdr, r->total, nullptr,
-                                         0);
+            return tx_short(p, static_cast<am_id>(r->ctl_am), r->ctl_hdr, r->total, nullptr, 0);
         case send_kind::rndv_rts: {
             const rndv_rts_hdr h{
                 r->tag,   r->data,
@@ -460,10 +682,8 @@ status tag_engine::push(peer_state *p, send_request *r)
             r->started = true;
             static const iovec none{nullptr, 0};
             const status st = sizeof(h) <= p->max_short
-                                  ? transport::send_short(p->tl, p->conn, unsigned(am_id::rndv_rts),
-                                                          &h, sizeof(h), nullptr, 0)
-                                  : transport::send_bcopy(p->tl, p->conn, unsigned(am_id::rndv_rts),
-                                                          &h, sizeof(h), &none, 1, 0, 0);
+                                  ? tx_short(p, am_id::rndv_rts, &h, sizeof(h), nullptr, 0)
+                                  : tx_bcopy(p, am_id::rndv_rts, &h, sizeof(h), &none, 1, 0, 0);
             r->started = st == status::ok;
             return st;
         }
@@ -471,9 +691,8 @@ status tag_engine::push(peer_state *p, send_request *r)
             while (r->offset < r->total) {
                 const rndv_data_hdr h{r->rreq, r->offset};
                 const std::size_t chunk = std::min(r->total - r->offset, p->max_bcopy - sizeof(h));
-                const status st =
-                    transport::send_bcopy(p->tl, p->conn, unsigned(am_id::rndv_data), &h, sizeof(h),
-                                          r->iov.data(), r->iovcnt, r->offset, chunk);
+                const status st = tx_bcopy(p, am_id::rndv_data, &h, sizeof(h), r->iov.data(),
+                                           r->iovcnt, r->offset, chunk);
                 if (st != status::ok) {
                     return st;
                 }
@@ -502,8 +721,8 @@ status tag_engine::push_eager(peer_state *p, send_request *r)
         const eager_first_hdr h{r->tag, r->data, r->total, r->msg_id,
                                 r->has_data ? first_flag_data : 0};
         const std::size_t chunk = std::min(r->total, p->max_bcopy - sizeof(h));
-        const status st = transport::send_bcopy(p->tl, p->conn, unsigned(am_id::eager_first), &h,
-                                                sizeof(h), r->iov.data(), r->iovcnt, 0, chunk);
+        const status st =
+            tx_bcopy(p, am_id::eager_first, &h, sizeof(h), r->iov.data(), r->iovcnt, 0, chunk);
         if (st != status::ok) {
             return st;
         }
@@ -513,9 +732,8 @@ status tag_engine::push_eager(peer_state *p, send_request *r)
     while (r->offset < r->total) {
         const eager_frag_hdr h{r->offset, r->msg_id, 0};
         const std::size_t chunk = std::min(r->total - r->offset, p->max_bcopy - sizeof(h));
-        const status st =
-            transport::send_bcopy(p->tl, p->conn, unsigned(am_id::eager_frag), &h, sizeof(h),
-                                  r->iov.data(), r->iovcnt, r->offset, chunk);
+        const status st = tx_bcopy(p, am_id::eager_frag, &h, sizeof(h), r->iov.data(), r->iovcnt,
+                                   r->offset, chunk);
         if (st != status::ok) {
             return st;
         }
@@ -540,7 +758,7 @@ void tag_engine::push_queue(peer_state *p)
 {
     while (send_request *r = p->pending_head) {
         const status st = push(p, r);
-        if (st == status::again) {
+        if (st == status::again || st == status::busy) {  // queue full, or no credit yet
             return;
         }
         p->pending_head = r->next;
@@ -593,6 +811,9 @@ unsigned tag_engine::progress()
     if (pending_peers_ != nullptr) [[unlikely]] {
         progress_pending();
     }
+    if (!updates_due_.empty()) [[unlikely]] {
+        progress_updates();
+    }
     return n;
 }
 
@@ -606,6 +827,12 @@ int tag_engine::recv(const recv_args &a)
             return -WEFT_EINVAL;
         }
         src = static_cast<std::uint32_t>(a.src);
+        if ((src >= peers_.size() || peers_[src] == nullptr) && !source_failed(src)) [[unlikely]] {
+            // First contact with this source: connect, so its transport watches it
+            // (a directed receive from a peer that dies must fail, not hang).
+            int rc = 0;
+            (void)peer_for(src, rc);
+        }
     }
     recv_request *r = recv_pool_.get();
     if (r == nullptr) [[unlikely]] {
@@ -712,6 +939,8 @@ unexpected_record *tag_engine::new_unexpected(std::uint32_t src, std::uint64_t t
     u->discard = false;
     u->rndv = false;
     u->variable = false;
+    u->cr_peer = nullptr;
+    u->cr_held = 0;
     if (total <= unexpected_inline) [[likely]] {
         u->buf = u->inline_buf;
     } else {
@@ -727,6 +956,9 @@ unexpected_record *tag_engine::new_unexpected(std::uint32_t src, std::uint64_t t
 
 void tag_engine::free_unexpected(unexpected_record *u)
 {
+    if (u->cr_held != 0 && !closing_) {
+        release(u->cr_peer, u->cr_held);  // its buffers are free: the credits go back
+    }
     if (u->buf != u->inline_buf) {
         std::free(u->buf);
     }
@@ -770,6 +1002,78 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
     auto *c = static_cast<tl_ctx *>(arg);
     tag_engine *e = c->engine;
     const auto *bytes = static_cast<const std::uint8_t *>(data);
+    std::uint32_t returned = 0;
+    if ((am & am_credit_flag) != 0) {
+        if (len < sizeof(credit_prefix)) [[unlikely]] {
+            e->drop(c->index, src, "short credit prefix");
+            return;
+        }
+        returned = load<credit_prefix>(bytes).credits;
+        bytes += sizeof(credit_prefix);
+        len -= sizeof(credit_prefix);
+        am &= ~am_credit_flag;
+    }
+    if (!e->params_.credits) [[unlikely]] {
+        e->dispatch(c->index, src, am, bytes, len);
+        return;
+    }
+    peer_state *p = e->credit_peer(c->index, src);
+    if (p == nullptr) [[unlikely]] {
+        e->drop(c->index, src, "no flow-control state for the sender");
+        return;
+    }
+    if (am == unsigned(am_id::credit_update)) {
+        // Uses one receive credit, released at once, and returns `returned`.
+        if (p->cr.on_explicit_update(returned, e->pool_) != status::ok) [[unlikely]] {
+            WEFT_LOG(proto, error, "credit update from sender %u overruns its window: dropped",
+                     src);
+            return;
+        }
+        if (p->cr.needs_explicit_update() && !p->failed) {
+            e->send_update(p);
+        }
+        return;
+    }
+    if (p->cr.on_message_received(1, e->pool_) != status::ok) [[unlikely]] {
+        WEFT_LOG(proto, error,
+                 "sender %u of transport %u overran its receive credits: message dropped", src,
+                 c->index);
+        return;
+    }
+    if (returned != 0 && p->cr.on_credits_returned(returned) != status::ok) [[unlikely]] {
+        WEFT_LOG(proto, error, "sender %u returned %u credits, beyond any window: ignored", src,
+                 returned);
+    }
+    // Self delivers inside a send, so handlers can nest: keep the outer state.
+    peer_state *const outer_peer = e->rx_peer_;
+    const bool outer_held = e->rx_held_;
+    e->rx_peer_ = p;
+    e->rx_held_ = false;
+    e->dispatch(c->index, src, am, bytes, len);
+    if (!e->rx_held_) [[likely]] {
+        e->release(p, 1);  // the data went where it belongs (or was dropped)
+    }
+    e->rx_peer_ = outer_peer;
+    e->rx_held_ = outer_held;
+}
+
+void tag_engine::hold(unexpected_record *u)
+{
+    if (rx_peer_ != nullptr) {
+        u->cr_peer = rx_peer_;
+        ++u->cr_held;
+        rx_held_ = true;
+    }
+}
+
+void tag_engine::dispatch(unsigned tl, transport::src_id src, unsigned am,
+                          const std::uint8_t *bytes, std::size_t len)
+{
+    struct {
+        unsigned index;
+    } ctx{tl};
+    auto *c = &ctx;
+    tag_engine *e = this;
     switch (static_cast<am_id>(am)) {
         case am_id::eager:
             if (len < sizeof(eager_hdr)) [[unlikely]] {
@@ -807,6 +1111,8 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
             }
             e->on_rts(c->index, src, load<rndv_rts_hdr>(bytes));
             return;
+        case am_id::credit_update:
+            break;  // handled before dispatch; here only if credits are off
         case am_id::rndv_fin:
             if (len != sizeof(rndv_fin_hdr)) [[unlikely]] {
                 break;
@@ -849,6 +1155,7 @@ void tag_engine::on_message(unsigned tl, transport::src_id src, std::uint64_t ta
         }
         std::memcpy(u->buf, payload, len);
         u->received = len;
+        hold(u);
         notify_variable(u);
         return;
     }
@@ -862,7 +1169,9 @@ void tag_engine::on_message(unsigned tl, transport::src_id src, std::uint64_t ta
         r->total = len;
         r->received = len;
         if (r->iovcnt == 1 && len <= r->capacity) [[likely]] {
-            std::memcpy(r->iov[0].iov_base, payload, len);
+            if (len != 0) {  // a zero-byte receive may have a NULL buffer
+                std::memcpy(r->iov[0].iov_base, payload, len);
+            }
         } else {
             copy_to_iov(r->iov.data(), r->iovcnt, 0, payload, len);
         }
@@ -876,6 +1185,7 @@ void tag_engine::on_message(unsigned tl, transport::src_id src, std::uint64_t ta
     }
     std::memcpy(u->buf, payload, len);
     u->received = len;
+    hold(u);
     matcher_.add_unexpected(u, s->av, tag);
 }
 
@@ -912,6 +1222,7 @@ void tag_engine::on_first(unsigned tl, transport::src_id src, const eager_first_
         std::memcpy(u->buf, payload, len);
         u->received = len;
         s->ureq = u;
+        hold(u);
         notify_variable(u);
         return;
     }
@@ -937,6 +1248,7 @@ void tag_engine::on_first(unsigned tl, transport::src_id src, const eager_first_
     std::memcpy(u->buf, payload, len);
     u->received = len;
     s->ureq = u;
+    hold(u);
     matcher_.add_unexpected(u, s->av, h.tag);
 }
 
@@ -954,6 +1266,7 @@ void tag_engine::on_frag(unsigned tl, transport::src_id src, const eager_frag_hd
         s->rreq->received += len;
     } else if (s->ureq != nullptr && !s->ureq->discard) {
         std::memcpy(s->ureq->buf + h.offset, payload, len);
+        hold(s->ureq);
         s->ureq->received += len;
     }
     s->received += len;
@@ -1011,9 +1324,11 @@ void tag_engine::on_rts(unsigned tl, transport::src_id src, const rndv_rts_hdr &
     u->rndv = true;
     u->rv = rv;
     if (is_variable(h.total_len)) {
+        hold(u);
         notify_variable(u);
         return;
     }
+    hold(u);
     matcher_.add_unexpected(u, s->av, h.tag);
 }
 

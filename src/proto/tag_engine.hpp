@@ -33,6 +33,7 @@
 #include "base/mpool.hpp"
 #include "base/status.hpp"
 #include "proto/completion.hpp"
+#include "proto/credits.hpp"
 #include "proto/match.hpp"
 #include "proto/wire.hpp"
 #include "transport/iface.hpp"
@@ -57,6 +58,8 @@ class address_book {
     /// The index of `addr`, or unknown_source.
     [[nodiscard]] virtual std::uint32_t reverse(const transport::wire_address &addr) const = 0;
 };
+
+struct peer_state;
 
 /// A posted receive.
 struct recv_request : posted_recv {
@@ -92,16 +95,18 @@ struct rndv_info {
 /// notified to the application and not yet claimed.
 struct unexpected_record : unexpected_msg {
     std::uint64_t data;
-    std::uint64_t flags;   ///< WEFT_REMOTE_CQ_DATA if data came
-    std::size_t total;     ///< message length
-    std::size_t received;  ///< bytes stored so far
-    std::uint8_t *buf;     ///< inline_buf or heap
-    bool claimed;          ///< reserved by PEEK|CLAIM, out of the matcher
-    bool discard;          ///< discarded while fragments are still arriving
-    bool rndv;             ///< the data waits at the sender (`rv`); no buffer here
-    bool variable;         ///< notified as a WEFT_VARIABLE_MSG; `var` is the app's handle
-    rndv_info rv;          ///< rendezvous header (if rndv)
-    weft_var_context var;  ///< handed to the application with the notification
+    std::uint64_t flags;    ///< WEFT_REMOTE_CQ_DATA if data came
+    std::size_t total;      ///< message length
+    std::size_t received;   ///< bytes stored so far
+    std::uint8_t *buf;      ///< inline_buf or heap
+    bool claimed;           ///< reserved by PEEK|CLAIM, out of the matcher
+    bool discard;           ///< discarded while fragments are still arriving
+    bool rndv;              ///< the data waits at the sender (`rv`); no buffer here
+    bool variable;          ///< notified as a WEFT_VARIABLE_MSG; `var` is the app's handle
+    rndv_info rv;           ///< rendezvous header (if rndv)
+    weft_var_context var;   ///< handed to the application with the notification
+    peer_state *cr_peer;    ///< credits held by this record go back to this peer
+    std::uint32_t cr_held;  ///< wire messages (credits) whose data this record holds
     alignas(8) std::uint8_t inline_buf[unexpected_inline];
 };
 
@@ -112,8 +117,6 @@ enum class send_kind : std::uint8_t {
     rndv_data,  ///< the data of a rendezvous after a cts, as rndv_data pieces
     control,    ///< a small protocol message (fin, cts) with no payload
 };
-
-struct peer_state;
 
 /// A send that could not complete at once.
 struct send_request {
@@ -144,6 +147,7 @@ struct send_request {
 
 /// Send-side state of one peer (AV index), created on first use.
 struct peer_state {
+    credit_state cr;  ///< flow control with this peer, both directions (docs/credits.md)
     transport::iface *tl = nullptr;
     transport::conn_id conn = transport::invalid_id;
     std::size_t max_short = 0;
@@ -159,6 +163,7 @@ struct peer_state {
 
 /// Receive-side state of one remote sender of one transport.
 struct rx_source {
+    peer_state *peer = nullptr;         ///< whose credits this sender's messages use
     std::uint32_t av = unknown_source;  ///< resolved AV index
     bool resolved = false;
     // Multi-fragment message being received from this sender:
@@ -232,9 +237,12 @@ struct engine_params {
     std::size_t tx_size;  ///< pending sends allowed before -WEFT_EAGAIN
     std::size_t inject_size;
     unsigned match_hash_bits;
-    std::size_t rndv_thresh;  ///< messages longer than this use rendezvous
-    bool variable;            ///< WEFT_VARIABLE_MSG: notify messages above var_thresh
-    std::size_t var_thresh;   ///< variable-message threshold
+    std::size_t rndv_thresh;   ///< messages longer than this use rendezvous
+    bool variable;             ///< WEFT_VARIABLE_MSG: notify messages above var_thresh
+    std::size_t var_thresh;    ///< variable-message threshold
+    bool credits;              ///< flow control on (credit_cfg applies)
+    credit_config credit_cfg;  ///< windows, threshold
+    bool credit_eagain;        ///< a send without credits returns -WEFT_EAGAIN (no queueing)
 };
 
 /// Send arguments (one struct, so the data path passes a pointer).
@@ -287,6 +295,12 @@ class tag_engine {
     {
         return matcher_.unexpected_count();
     }
+    /// Credits towards the peer at AV index `peer` (all peers summed if `all`).
+    void credits(std::uint64_t peer, bool all, weft_credits &out) const;
+    /// Credits (wire messages) a message of `len` bytes costs on this endpoint's
+    /// first polling transport (the shm or network path).
+    [[nodiscard]] std::size_t message_cost(std::size_t len) const noexcept;
+
     /// Rendezvous sends waiting for their receiver (tests, diagnostics).
     [[nodiscard]] std::size_t rndv_sends() const noexcept { return rndv_sends_.size(); }
 
@@ -302,6 +316,23 @@ class tag_engine {
     [[nodiscard]] int queue_send(peer_state *p, const send_args &a);
     [[nodiscard]] status push(peer_state *p, send_request *r);
     [[nodiscard]] status push_eager(peer_state *p, send_request *r);
+    [[nodiscard]] status tx_short(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
+                                  const void *payload, std::size_t len);
+    [[nodiscard]] status tx_bcopy(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
+                                  const iovec *iov, std::size_t iovcnt, std::size_t offset,
+                                  std::size_t len);
+    [[nodiscard]] bool credit_take(peer_state *p, std::uint32_t &returned);
+    /// A one-credit message to `p` would go now (the last credit only with a return).
+    [[nodiscard]] static bool can_send(const peer_state *p) noexcept
+    {
+        return !p->cr.attached() || p->cr.send_credits() > 1 ||
+               (p->cr.send_credits() == 1 && p->cr.returnable() > 0);
+    }
+    [[gnu::cold]] bool attach_credits(peer_state *p);
+    [[nodiscard]] peer_state *credit_peer(unsigned tl, transport::src_id src);
+    void release(peer_state *p, std::uint32_t n);
+    void send_update(peer_state *p);
+    void progress_updates();
     [[nodiscard]] int send_rndv(peer_state *p, const send_args &a);
     send_request *new_request(peer_state *p, send_kind kind);
     void enqueue(peer_state *p, send_request *r);
@@ -326,6 +357,9 @@ class tag_engine {
     void on_frag(unsigned tl, transport::src_id src, const eager_frag_hdr &h, const void *payload,
                  std::size_t len);
     void on_rts(unsigned tl, transport::src_id src, const rndv_rts_hdr &h);
+    void dispatch(unsigned tl, transport::src_id src, unsigned am, const std::uint8_t *bytes,
+                  std::size_t len);
+    void hold(unexpected_record *u);
     void on_fin(const rndv_fin_hdr &h);
     void on_cts(unsigned tl, transport::src_id src, const rndv_cts_hdr &h);
     void on_rndv_data(unsigned tl, transport::src_id src, const rndv_data_hdr &h,
@@ -375,6 +409,11 @@ class tag_engine {
     transport::iface *poll_tls_[4]{};  ///< transports whose progress does something
     unsigned npoll_ = 0;
     bool pushing_ = false;  ///< inside push_peer (see there)
+    bool closing_ = false;  ///< in the destructor: no more wire traffic
+    credit_pool pool_;
+    std::vector<peer_state *> updates_due_;  ///< explicit updates the transport refused
+    peer_state *rx_peer_ = nullptr;          ///< credit peer of the message being handled
+    bool rx_held_ = false;                   ///< the handler kept the message's data
 };
 
 }  // namespace weft::proto

@@ -20,8 +20,22 @@ enum class am_id : std::uint8_t {
     rndv_fin = 6,     ///< receiver to sender: the data was read (or discarded), rndv_fin_hdr
     rndv_cts = 7,     ///< receiver to sender: clear to send the data, rndv_cts_hdr
     rndv_data = 8,    ///< sender to receiver after a cts: a piece of the data, rndv_data_hdr
+    credit_update =
+        9,  ///< explicit credit update (no other traffic carried them), credit_prefix only
 };
-inline constexpr unsigned am_id_count = 9;
+inline constexpr unsigned am_id_count = 10;
+
+/// Set in the transport's active-message id when a credit_prefix precedes the
+/// message's own header: the message returns credits to its receiver.
+inline constexpr unsigned am_credit_flag = 0x10;
+
+/// Credits piggybacked on a message (docs/credits.md). 8 bytes so the header that
+/// follows stays aligned. Checked on receipt against the window.
+struct credit_prefix {
+    std::uint32_t credits;   ///< credits returned (<= credit_field_max)
+    std::uint32_t reserved;  ///< zero
+};
+static_assert(sizeof(credit_prefix) == 8);
 
 /// am_id::eager: the tag; the payload is the whole message.
 struct eager_hdr {

@@ -41,7 +41,7 @@ inline constexpr std::uint32_t invalid_id = UINT32_MAX;
 
 /// Active-message ids. Owned by proto/; listed here so every transport can size
 /// its dispatch and reject out-of-range ids from the wire.
-inline constexpr unsigned max_am_id = 16;
+inline constexpr unsigned max_am_id = 32;
 
 /// Raw endpoint address, as published by weft_ep_getname() and stored (compacted)
 /// in the address vector. Fixed size; every transport fills its own part.

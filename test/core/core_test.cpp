@@ -372,3 +372,73 @@ TEST(threading, safe_level_with_concurrent_senders_and_auto_progress)
         ASSERT_EQ(in[per_thread + i], static_cast<std::uint32_t>(i));
     }
 }
+
+TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
+{
+    info_ptr hints(weft_info_alloc());
+    std::snprintf(hints->transport, sizeof(hints->transport), "self");
+    hints->caps = WEFT_TAGGED;
+    hints->ep_attr.credit_mode = WEFT_CREDITS_EAGAIN;
+    weft_info *raw = nullptr;
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &raw), 0);
+    info_ptr info(raw);
+    ASSERT_EQ(info->ep_attr.credit_mode, WEFT_CREDITS_EAGAIN);
+    weft_fabric_t *fabric;
+    weft_domain_t *domain;
+    weft_cq_t *cq;
+    weft_av_t *av;
+    weft_ep_t *ep;
+    const weft_cq_attr attr{0, WEFT_CQ_FORMAT_CONTEXT};
+    ASSERT_EQ(weft_fabric_open(info.get(), &fabric), 0);
+    ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
+    ASSERT_EQ(weft_cq_open(domain, &attr, &cq), 0);
+    ASSERT_EQ(weft_av_open(domain, nullptr, &av), 0);
+    ASSERT_EQ(weft_ep_open(domain, info.get(), &ep, nullptr), 0);
+    ASSERT_EQ(weft_ep_bind_cq(ep, cq, WEFT_TRANSMIT | WEFT_RECV), 0);
+    ASSERT_EQ(weft_ep_bind_av(ep, av), 0);
+    ASSERT_EQ(weft_ep_enable(ep), 0);
+    std::uint8_t addr[64];
+    std::size_t len = sizeof(addr);
+    weft_addr_t me;
+    ASSERT_EQ(weft_ep_getname(ep, addr, &len), 0);
+    ASSERT_EQ(weft_av_insert(av, addr, 1, &me, 0), 1);
+
+    weft_credits c{};
+    ASSERT_EQ(weft_ep_credits(ep, me, &c), 0);
+    EXPECT_GT(c.send, 0U);
+    EXPECT_GE(c.recv_window, c.send_window);
+    const iovec small{nullptr, 8};
+    EXPECT_EQ(weft_ep_sendv_cost(ep, &small, 1), 1);
+    EXPECT_EQ(weft_ep_credits(ep, 12345, &c), -WEFT_EINVAL);
+
+    // Nobody receives: every message is held unexpected, so credits run out.
+    std::uint32_t sent = 0;
+    ssize_t rc;
+    while ((rc = weft_tinject(ep, &sent, sizeof(sent), me, 1)) == 0) {
+        ++sent;
+        ASSERT_LT(sent, 100000U) << "credits never ran out";
+    }
+    ASSERT_EQ(rc, -WEFT_EAGAIN);
+    ASSERT_EQ(weft_ep_credits(ep, me, &c), 0);
+    EXPECT_LE(c.send, 1U);
+    EXPECT_GE(sent, 3U);
+    // Receive everything, in order; credits come back and sending works again.
+    for (std::uint32_t i = 0; i < sent; ++i) {
+        std::uint32_t v = ~0U;
+        ASSERT_EQ(weft_trecv(ep, &v, sizeof(v), nullptr, me, 1, 0, nullptr), 0);
+        weft_cq_entry e;
+        ssize_t n;
+        while ((n = weft_cq_read(cq, &e, 1)) == -WEFT_EAGAIN) {
+        }
+        ASSERT_EQ(n, 1);
+        ASSERT_EQ(v, i);
+    }
+    EXPECT_EQ(weft_tinject(ep, &sent, sizeof(sent), me, 1), 0);
+    ASSERT_EQ(weft_ep_credits(ep, me, &c), 0);
+    EXPECT_GT(c.send, 1U);
+    EXPECT_EQ(weft_ep_close(ep), 0);
+    EXPECT_EQ(weft_av_close(av), 0);
+    EXPECT_EQ(weft_cq_close(cq), 0);
+    EXPECT_EQ(weft_domain_close(domain), 0);
+    EXPECT_EQ(weft_fabric_close(fabric), 0);
+}

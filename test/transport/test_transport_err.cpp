@@ -410,9 +410,6 @@ TEST_P(transport_err, peer_exit_fails_directed_receive_without_prior_traffic)
     if (GetParam() == "self") {
         GTEST_SKIP() << "the self transport has no remote peer that could exit";
     }
-    WEFT_KNOWN_BUG(
-        "a receive directed at a peer that never sent to us and to which we never sent "
-        "hangs when that peer dies: shm checks only peers it has connections with");
     weft::test::run_options opt;
     opt.allow_log_errors = true;
     opt.timeout_s = 90;
