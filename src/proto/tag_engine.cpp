@@ -1660,6 +1660,17 @@ void tag_engine::on_peer_failed(unsigned tl, transport::conn_id conn, transport:
     if (s->av != unknown_source) {
         mark_failed(s->av);
     }
+    // The transport may give this sender id to another endpoint later: forget
+    // what it resolved to (re-read from the new sender's address on its first message).
+    s = source(tl, src);
+    if (s != nullptr) {
+        s->av = unknown_source;
+        s->resolved = false;
+        s->peer = nullptr;
+        if (s->reply != nullptr) {
+            s->reply->failed = true;
+        }
+    }
 }
 
 }  // namespace weft::proto
