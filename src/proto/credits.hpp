@@ -350,6 +350,16 @@ class credit_state {
     /// Credits we may spend sending to the peer (the last one only on a message
     /// that returns credits: a send of cost c surely goes when send_credits() > c).
     [[nodiscard]] std::uint32_t send_credits() const noexcept { return send_credits_; }
+    /// One-credit messages that may go to the peer now, one after the other: the
+    /// first carries the returnable credits, so only it may use the last credit.
+    /// What weft_ep_credits() reports as `send`.
+    [[nodiscard]] std::uint32_t sendable() const noexcept
+    {
+        if (send_credits_ >= 2) {
+            return send_credits_ - 1u;
+        }
+        return send_credits_ == 1 && returnable_ > 0 ? 1u : 0u;
+    }
     /// Receive credits granted to the peer and not yet used by its messages.
     [[nodiscard]] std::uint32_t recv_credits() const noexcept { return recv_credits_; }
     /// Credits of received messages not yet released.

@@ -266,6 +266,31 @@ TEST_F(attached_state, last_credit_rule)
     EXPECT_TRUE(conserved(s_));
 }
 
+TEST_F(attached_state, sendable_counts_what_goes_in_a_row)
+{
+    // Drive the state and compare sendable() with what try_consume lets through.
+    for (int returned = 0; returned < 3; ++returned) {
+        for (int spent = 0; spent <= 4; ++spent) {
+            credit_pool p;
+            init_pool(p, per_peer(4, 2));
+            credit_state s;
+            ASSERT_EQ(s.attach(p), status::ok);
+            for (int i = 0; i < spent && s.try_consume(1) != credit_verdict::blocked; ++i) {
+                (void)s.take_returnable();
+            }
+            ASSERT_EQ(s.on_message_received(returned, p), status::ok);
+            s.on_released(returned, p);
+            const std::uint32_t predicted = s.sendable();
+            std::uint32_t went = 0;
+            while (s.try_consume(1) != credit_verdict::blocked) {
+                (void)s.take_returnable();
+                ++went;
+            }
+            EXPECT_EQ(predicted, went) << "spent " << spent << " returned " << returned;
+        }
+    }
+}
+
 TEST_F(attached_state, last_credits_of_a_multi_credit_message)
 {
     ASSERT_EQ(s_.try_consume(1), credit_verdict::ok);  // 3 left
