@@ -44,9 +44,11 @@
 //    back on release while another peer is waiting for the pool. The sum of all
 //    grants never exceeds the pool (free + sum of windows == pool size).
 //
-// The names of the credit_state fields are the variables of the spin model
+// The credit_state fields are the variables of the spin model
 // (test/proto/credits.pml), one to one: send_credits, recv_credits, held,
-// returnable, window, threshold; the pool's free and hungry likewise.
+// returnable, window, hungry; the pool's free and hungry are pool_free and
+// pool_hungry; threshold and initial are the model's constants T and INIT. The
+// model's inline functions carry the names of the member functions below.
 //
 // Use from the protocol engine (single-threaded per endpoint, like the engine):
 //
