@@ -1,0 +1,638 @@
+// Transport-level tests of variable-length messages (WEFT_VARIABLE_MSG,
+// docs/variable-messages.md) over the public API: messages up to the threshold
+// match posted receives, longer ones produce notifications that the receiver
+// claims (into a buffer or an iovec, with its own op_context) or discards;
+// truncated claims; invalid var contexts. Each test runs over every transport
+// (harness.hpp) that reports WEFT_VARIABLE_MSG.
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <sched.h>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include "test/transport/harness.hpp"
+
+namespace {
+
+using weft::test::check_payload;
+using weft::test::completion;
+using weft::test::fill_byte;
+using weft::test::fill_pattern;
+using weft::test::op_ctx;
+using weft::test::rank_ctx;
+using weft::test::seed_of;
+
+constexpr std::size_t kib = 1024;
+constexpr std::size_t mib = 1024 * 1024;
+
+/// Byte that buffers passed with WEFT_DISCARD are filled with (never written).
+constexpr unsigned char canary_byte = 0xC3;
+
+class transport_variable : public transport_test {
+  protected:
+    void SetUp() override
+    {
+        transport_test::SetUp();
+        if (IsSkipped()) {
+            return;
+        }
+        WEFT_REQUIRE_CAPS(WEFT_VARIABLE_MSG);
+    }
+    [[nodiscard]] ::testing::AssertionResult run_var(int nranks, const weft::test::rank_body &body,
+                                                     int timeout_s = 60)
+    {
+        weft::test::run_options opt;
+        opt.extra_caps = WEFT_VARIABLE_MSG;
+        opt.timeout_s = timeout_s;
+        return run(nranks, body, opt);
+    }
+};
+
+// ------------------------------------------------------------------ helpers
+
+/// Wait for the next WEFT_VARIABLE_MSG notification (in CQ order) and remove it
+/// from the pending completions. Its op_context is the weft_var_context.
+weft_cq_tagged_entry next_notification(rank_ctx &c, weft_addr_t *src = nullptr,
+                                       int timeout_ms = weft::test::default_wait_ms)
+{
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+        for (const completion &p : c.pending()) {
+            if (!p.error && (p.entry.flags & WEFT_VARIABLE_MSG) != 0) {
+                void *const ctx = p.entry.op_context;
+                return c.wait_ok(ctx, src);
+            }
+        }
+        c.poll();
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (waited > std::chrono::milliseconds(timeout_ms)) {
+            WEFT_TCHECK_MSG(false, "no WEFT_VARIABLE_MSG notification within " +
+                                       std::to_string(timeout_ms) + " ms (" +
+                                       std::to_string(c.pending().size()) +
+                                       " other completions pending)");
+        }
+        sched_yield();
+    }
+}
+
+/// A notification must carry these flags, no buffer and a var context.
+void check_notification(const weft_cq_tagged_entry &n)
+{
+    WEFT_TCHECK_EQ(n.flags & (WEFT_RECV | WEFT_TAGGED | WEFT_VARIABLE_MSG),
+                   WEFT_RECV | WEFT_TAGGED | WEFT_VARIABLE_MSG);
+    WEFT_TCHECK_EQ(n.flags & WEFT_SEND, 0ULL);
+    WEFT_TCHECK(n.buf == nullptr);
+    WEFT_TCHECK(n.op_context != nullptr);
+}
+
+/// weft_trecvmsg with a var context (WEFT_CLAIM or WEFT_DISCARD).
+ssize_t var_recvmsg(rank_ctx &c, void *var, const iovec *iov, std::size_t count,
+                    std::uint64_t flags)
+{
+    weft_msg_tagged m{};
+    m.msg_iov = iov;
+    m.iov_count = count;
+    m.addr = WEFT_ADDR_UNSPEC;
+    m.context = var;
+    return weft_trecvmsg(c.ep, &m, flags);
+}
+
+/// Post a claim or discard, retrying -WEFT_EAGAIN; it must be accepted.
+void post_var(rank_ctx &c, void *var, const iovec *iov, std::size_t count, std::uint64_t flags)
+{
+    c.post(flags == WEFT_DISCARD ? "trecvmsg(WEFT_DISCARD)" : "trecvmsg(WEFT_CLAIM)",
+           [&] { return var_recvmsg(c, var, iov, count, flags); });
+}
+
+// ------------------------------------------------------------------ three senders
+
+constexpr int senders = 3;
+constexpr int per_sender = 40;
+constexpr std::uint64_t tag_base = 0x7A00000000ULL;
+
+/// Size of message `k` of sender `s`: unique per (s, k), so the receiver can tell
+/// the message from its length alone (tagless runs, loopback). k % 4 picks the
+/// class: 0 small, 1 up to the threshold (T itself for the first), 2 just above
+/// it, 3 far above it (100 KiB, or 1 MiB every third time).
+std::size_t var_size(int s, int k, std::size_t thresh)
+{
+    const auto j = static_cast<std::size_t>(k / 4);
+    const auto su = static_cast<std::size_t>(s);
+    switch (k % 4) {
+        case 0:
+            return 13 * j + su;
+        case 1:
+            return thresh - 3 * j - su;
+        case 2:
+            return thresh + 1 + 3 * j + su;
+        default:
+            return (j % 3 == 2 ? mib : 100 * kib) + 3 * j + su;
+    }
+}
+
+bool is_large(int k)
+{
+    return k % 4 >= 2;
+}
+
+/// What the receiver does with large message `k`: claim into one buffer, discard,
+/// or claim into a three-part iovec.
+enum class var_action { claim, discard, claim_iov };
+
+var_action action_of(int k)
+{
+    const int large_index = (k / 4) * 2 + (k % 4 - 2);
+    switch (large_index % 3) {
+        case 0:
+            return var_action::claim;
+        case 1:
+            return var_action::discard;
+        default:
+            return var_action::claim_iov;
+    }
+}
+
+std::uint64_t tag_of(bool tagged, int s, int k)
+{
+    return tagged ? tag_base | static_cast<std::uint64_t>(s) << 16 | static_cast<std::uint64_t>(k)
+                  : 0;
+}
+
+/// Context the receiver writes into the var context of message (s, k).
+void *claim_ctx(int s, int k)
+{
+    return op_ctx(50000 + static_cast<std::uint64_t>(s) * 1000 + static_cast<std::uint64_t>(k));
+}
+
+/// One large message as the receiver handles it.
+struct var_rx {
+    int s = 0;
+    int k = 0;
+    std::size_t len = 0;
+    var_action action = var_action::claim;
+    std::vector<std::vector<unsigned char>> bufs;  ///< claim buffers or the discard canary
+    std::vector<iovec> iov;
+};
+
+// Logical ranks 1..3 each send 40 messages with sizes below, at and above the
+// threshold to logical rank 0. Small ones must match the receives rank 0 posted
+// beforehand (in posting order, each sender's in send order); large ones must come
+// as notifications with len and tag, each sender's in send order; rank 0 claims
+// or discards each. Every send completes successfully.
+void three_senders(rank_ctx &c, bool tagged)
+{
+    const std::size_t thresh = c.rndv_threshold;
+    WEFT_TCHECK_MSG(thresh > 200 && thresh + 64 < 100 * kib,
+                    "the size classes assume 200 < threshold < 100 KiB - 64; threshold is " +
+                        std::to_string(thresh));
+
+    // Message (s, k) from its length: every size is unique.
+    std::map<std::size_t, std::pair<int, int>> by_len;
+    for (int s = 0; s < senders; ++s) {
+        for (int k = 0; k < per_sender; ++k) {
+            const bool fresh = by_len.emplace(var_size(s, k, thresh), std::make_pair(s, k)).second;
+            WEFT_TCHECK_MSG(fresh, "size collision");
+        }
+    }
+    auto identify = [&](std::size_t len, const std::string &what) {
+        const auto it = by_len.find(len);
+        WEFT_TCHECK_MSG(it != by_len.end(),
+                        what + ": no message has length " + std::to_string(len));
+        return it->second;
+    };
+
+    // Rank 0 posts every small receive before anything is sent (any source; one
+    // tag with the sender and index bits ignored, or tag 0 in tagless runs).
+    const std::size_t nsmall = static_cast<std::size_t>(senders * per_sender / 2);
+    const std::size_t small_cap = thresh + 64;
+    std::vector<std::vector<unsigned char>> small_bufs;
+    const std::uint64_t recv_tag = tagged ? tag_base : 0;
+    const std::uint64_t recv_ignore = tagged ? 0xFFFFFFFFULL : 0;
+    if (c.plays(0)) {
+        small_bufs.assign(nsmall, std::vector<unsigned char>(small_cap, fill_byte));
+        for (std::size_t i = 0; i < nsmall; ++i) {
+            c.post("trecv", [&] {
+                return weft_trecv(c.ep, small_bufs[i].data(), small_cap, nullptr, WEFT_ADDR_UNSPEC,
+                                  recv_tag, recv_ignore, op_ctx(1000 + i));
+            });
+        }
+    }
+    c.barrier();
+
+    // Senders: everything at once, buffers kept until the sends complete.
+    std::vector<std::vector<unsigned char>> sbufs(static_cast<std::size_t>(senders * per_sender));
+    for (int k = 0; k < per_sender; ++k) {
+        for (int s = 0; s < senders; ++s) {
+            if (!c.plays(s + 1)) {
+                continue;
+            }
+            const std::size_t len = var_size(s, k, thresh);
+            std::vector<unsigned char> &b = sbufs[static_cast<std::size_t>(s * per_sender + k)];
+            b.resize(len + 1);
+            fill_pattern(b.data(), len, seed_of(s, k, 0x7a));
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, b.data(), len, nullptr, c.peer(0), tag_of(tagged, s, k),
+                                  op_ctx(static_cast<std::uint64_t>(s * per_sender + k)));
+            });
+        }
+    }
+
+    std::vector<var_rx> large;
+    if (c.plays(0)) {
+        const std::size_t nlarge = static_cast<std::size_t>(senders * per_sender) - nsmall;
+        large.reserve(nlarge);  // iovecs point into the elements' buffers
+        std::vector<int> last_k(senders, -1);
+        for (std::size_t n = 0; n < nlarge; ++n) {
+            weft_addr_t src = WEFT_ADDR_NOTAVAIL;
+            const weft_cq_tagged_entry note = next_notification(c, &src);
+            check_notification(note);
+            const std::string what = "notification " + std::to_string(n);
+            const auto [s, k] = identify(note.len, what);
+            WEFT_TCHECK_MSG(is_large(k), what + ": message " + std::to_string(k) + " of sender " +
+                                             std::to_string(s) + " (" + std::to_string(note.len) +
+                                             " bytes) is not above the threshold " +
+                                             std::to_string(thresh));
+            WEFT_TCHECK_EQ(note.tag, tag_of(tagged, s, k));
+            WEFT_TCHECK_EQ(src, c.peer(s + 1));
+            // Each sender's notifications come in its send order, none missing.
+            int expect = last_k[static_cast<std::size_t>(s)] + 1;
+            while (!is_large(expect)) {
+                ++expect;
+            }
+            WEFT_TCHECK_MSG(k == expect, what + ": sender " + std::to_string(s) + " message " +
+                                             std::to_string(k) + ", expected message " +
+                                             std::to_string(expect));
+            last_k[static_cast<std::size_t>(s)] = k;
+
+            var_rx &r = large.emplace_back();
+            r.s = s;
+            r.k = k;
+            r.len = note.len;
+            r.action = action_of(k);
+            auto *var = static_cast<weft_var_context *>(note.op_context);
+            var->op_context = claim_ctx(s, k);  // the claim's completion reports it
+            switch (r.action) {
+                case var_action::claim:
+                    r.bufs.assign(1, std::vector<unsigned char>(r.len + 64, fill_byte));
+                    r.iov = {{r.bufs[0].data(), r.len + 64}};
+                    post_var(c, var, r.iov.data(), 1, WEFT_CLAIM);
+                    break;
+                case var_action::discard:
+                    r.bufs.assign(1, std::vector<unsigned char>(r.len + 64, canary_byte));
+                    r.iov = {{r.bufs[0].data(), r.len + 64}};
+                    post_var(c, var, r.iov.data(), 1, WEFT_DISCARD);
+                    break;
+                case var_action::claim_iov: {
+                    // Uneven parts; the last has 64 bytes of room past the message.
+                    const std::size_t a = r.len / 3 + 1;
+                    const std::size_t b = r.len / 5 + 7;
+                    const std::size_t parts[3] = {a, b, r.len - a - b + 64};
+                    for (const std::size_t p : parts) {
+                        r.bufs.emplace_back(p + 16, fill_byte);  // 16 guard bytes each
+                        r.iov.push_back({r.bufs.back().data(), p});
+                    }
+                    post_var(c, var, r.iov.data(), 3, WEFT_CLAIM);
+                    break;
+                }
+            }
+        }
+        for (int s = 0; s < senders; ++s) {
+            WEFT_TCHECK_EQ(last_k[static_cast<std::size_t>(s)], per_sender - 1);
+        }
+
+        // Small messages: receives match in posting order, each sender's
+        // messages in send order; every small message used a posted receive.
+        std::vector<int> last_small(senders, -1);
+        for (std::size_t i = 0; i < nsmall; ++i) {
+            weft_addr_t src = WEFT_ADDR_NOTAVAIL;
+            const weft_cq_tagged_entry e = c.wait_ok(op_ctx(1000 + i), &src);
+            const std::string what = "small receive " + std::to_string(i);
+            WEFT_TCHECK_EQ(e.flags & WEFT_VARIABLE_MSG, 0ULL);
+            WEFT_TCHECK(e.buf == small_bufs[i].data());
+            const auto [s, k] = identify(e.len, what);
+            WEFT_TCHECK_MSG(!is_large(k), what + ": a message above the threshold (" +
+                                              std::to_string(e.len) +
+                                              " bytes) matched a posted receive");
+            WEFT_TCHECK_EQ(e.tag, tag_of(tagged, s, k));
+            WEFT_TCHECK_EQ(src, c.peer(s + 1));
+            WEFT_TCHECK_MSG(k > last_small[static_cast<std::size_t>(s)],
+                            what + ": sender " + std::to_string(s) + " message " +
+                                std::to_string(k) + " after message " +
+                                std::to_string(last_small[static_cast<std::size_t>(s)]));
+            int expect = last_small[static_cast<std::size_t>(s)] + 1;
+            while (is_large(expect)) {
+                ++expect;
+            }
+            WEFT_TCHECK_EQ(k, expect);
+            last_small[static_cast<std::size_t>(s)] = k;
+            check_payload(small_bufs[i].data(), e.len, small_cap, seed_of(s, k, 0x7a), what);
+        }
+
+        // Claims and discards complete with the op_context set in the var context.
+        for (const var_rx &r : large) {
+            const std::string what =
+                "sender " + std::to_string(r.s) + " message " + std::to_string(r.k);
+            weft_addr_t src = WEFT_ADDR_NOTAVAIL;
+            const weft_cq_tagged_entry e = c.wait_ok(claim_ctx(r.s, r.k), &src);
+            WEFT_TCHECK_EQ(e.flags & (WEFT_RECV | WEFT_TAGGED), WEFT_RECV | WEFT_TAGGED);
+            WEFT_TCHECK_EQ(e.flags & WEFT_VARIABLE_MSG, 0ULL);
+            WEFT_TCHECK_EQ(e.len, r.len);
+            WEFT_TCHECK_EQ(e.tag, tag_of(tagged, r.s, r.k));
+            WEFT_TCHECK_EQ(src, c.peer(r.s + 1));
+            const std::uint64_t seed = seed_of(r.s, r.k, 0x7a);
+            switch (r.action) {
+                case var_action::claim:
+                    WEFT_TCHECK(e.buf == r.bufs[0].data());
+                    check_payload(r.bufs[0].data(), r.len, r.len + 64, seed, what);
+                    break;
+                case var_action::discard:
+                    WEFT_TCHECK_MSG(e.buf == nullptr, what + ": discard reported a buffer");
+                    break;
+                case var_action::claim_iov: {
+                    WEFT_TCHECK(e.buf == r.bufs[0].data());
+                    std::vector<unsigned char> whole;
+                    std::size_t left = r.len;
+                    for (std::size_t i = 0; i < 3; ++i) {
+                        const std::size_t used = std::min(left, r.iov[i].iov_len);
+                        whole.insert(whole.end(), r.bufs[i].begin(),
+                                     r.bufs[i].begin() + static_cast<long>(used));
+                        for (std::size_t b = used; b < r.bufs[i].size(); ++b) {
+                            WEFT_TCHECK_MSG(r.bufs[i][b] == fill_byte,
+                                            what + ": iovec part " + std::to_string(i) + " byte " +
+                                                std::to_string(b) + " written");
+                        }
+                        left -= used;
+                    }
+                    check_payload(whole.data(), r.len, r.len, seed, what + " (iovec)");
+                    break;
+                }
+            }
+        }
+    }
+
+    // Every send completes successfully, the discarded ones included.
+    for (int k = 0; k < per_sender; ++k) {
+        for (int s = 0; s < senders; ++s) {
+            if (c.plays(s + 1)) {
+                const weft_cq_tagged_entry e =
+                    c.wait_ok(op_ctx(static_cast<std::uint64_t>(s * per_sender + k)));
+                WEFT_TCHECK_EQ(e.flags & (WEFT_SEND | WEFT_TAGGED), WEFT_SEND | WEFT_TAGGED);
+            }
+        }
+    }
+    c.barrier();  // every sender saw its completions: no data can still be moving
+
+    // Buffers passed with WEFT_DISCARD were never written.
+    for (const var_rx &r : large) {
+        if (r.action != var_action::discard) {
+            continue;
+        }
+        for (std::size_t b = 0; b < r.bufs[0].size(); ++b) {
+            WEFT_TCHECK_MSG(r.bufs[0][b] == canary_byte,
+                            "sender " + std::to_string(r.s) + " message " + std::to_string(r.k) +
+                                ": byte " + std::to_string(b) +
+                                " of the buffer passed with WEFT_DISCARD was written");
+        }
+    }
+}
+
+TEST_P(transport_variable, three_senders_claim_and_discard_tagged)
+{
+    const ::testing::AssertionResult result = run_var(
+        4, [](rank_ctx &c) { three_senders(c, true); }, 120);
+    ASSERT_TRUE(result);
+}
+
+TEST_P(transport_variable, three_senders_claim_and_discard_tag_zero)
+{
+    const ::testing::AssertionResult result = run_var(
+        4, [](rank_ctx &c) { three_senders(c, false); }, 120);
+    ASSERT_TRUE(result);
+}
+
+// ------------------------------------------------------------------ truncation
+
+// A claim into a buffer smaller than the message gives an error entry with
+// WEFT_ETRUNC, the op_context set in the var context, len = buffer, olen = the
+// rest; the buffer holds the message's beginning and nothing is written past
+// it. The sender's operation succeeds, and the endpoint keeps working.
+TEST_P(transport_variable, claim_into_too_small_buffer_truncates)
+{
+    weft::test::run_options opt;
+    opt.extra_caps = WEFT_VARIABLE_MSG;
+    opt.allow_log_errors = true;  // a truncation may be logged
+    const ::testing::AssertionResult result = run(
+        2,
+        [](rank_ctx &c) {
+            const std::size_t t = c.rndv_threshold;
+            struct tcase {
+                std::size_t sent;
+                std::vector<std::size_t> parts;  ///< claim buffers (iovec when several)
+            };
+            const std::vector<tcase> cases = {
+                {t + 1, {t / 2}},
+                {mib + 5, {1000}},
+                {3 * t, {t / 3, t / 2}},
+                {t + 7, {0}},
+            };
+            const std::size_t n = cases.size();
+            std::vector<std::vector<unsigned char>> sbufs(n + 1);
+            if (c.plays(1)) {
+                for (std::size_t k = 0; k <= n; ++k) {
+                    const std::size_t len = k < n ? cases[k].sent : 2 * t;
+                    sbufs[k].resize(len + 1);
+                    fill_pattern(sbufs[k].data(), len, seed_of(k, 0x7c));
+                    c.post("tsend", [&] {
+                        return weft_tsend(c.ep, sbufs[k].data(), len, nullptr, c.peer(0), 0x7C0 + k,
+                                          op_ctx(k));
+                    });
+                }
+            }
+            if (c.plays(0)) {
+                for (std::size_t k = 0; k < n; ++k) {
+                    const std::string what = "case " + std::to_string(k);
+                    const weft_cq_tagged_entry note = next_notification(c);
+                    check_notification(note);
+                    WEFT_TCHECK_EQ(note.len, cases[k].sent);
+                    WEFT_TCHECK_EQ(note.tag, 0x7C0 + k);
+                    auto *var = static_cast<weft_var_context *>(note.op_context);
+                    var->op_context = op_ctx(200 + k);
+                    std::vector<std::vector<unsigned char>> bufs;
+                    std::vector<iovec> iov;
+                    std::size_t cap = 0;
+                    for (const std::size_t p : cases[k].parts) {
+                        bufs.emplace_back(p + 64, fill_byte);
+                        iov.push_back({bufs.back().data(), p});
+                        cap += p;
+                    }
+                    post_var(c, var, iov.data(), iov.size(), WEFT_CLAIM);
+                    const weft_cq_err_entry e = c.wait_err(op_ctx(200 + k));
+                    WEFT_TCHECK_EQ(e.err, WEFT_ETRUNC);
+                    WEFT_TCHECK_EQ(e.len, cap);
+                    WEFT_TCHECK_EQ(e.olen, cases[k].sent - cap);
+                    WEFT_TCHECK_EQ(e.tag, 0x7C0 + k);
+                    WEFT_TCHECK_MSG(std::strlen(e.err_str) > 0, what + ": empty err_str");
+                    // The beginning of the message, gathered; nothing past each part.
+                    std::vector<unsigned char> head;
+                    for (std::size_t i = 0; i < bufs.size(); ++i) {
+                        head.insert(head.end(), bufs[i].begin(),
+                                    bufs[i].begin() + static_cast<long>(iov[i].iov_len));
+                        for (std::size_t b = iov[i].iov_len; b < bufs[i].size(); ++b) {
+                            WEFT_TCHECK_MSG(bufs[i][b] == fill_byte,
+                                            what + ": part " + std::to_string(i) + " byte " +
+                                                std::to_string(b) + " written past the buffer");
+                        }
+                    }
+                    std::vector<unsigned char> ref(cap);
+                    fill_pattern(ref.data(), cap, seed_of(k, 0x7c));
+                    WEFT_TCHECK_MSG(std::memcmp(head.data(), ref.data(), cap) == 0,
+                                    what + ": the buffer does not hold the message's beginning");
+                }
+                // The endpoint still works: the last message is claimed whole.
+                const weft_cq_tagged_entry note = next_notification(c);
+                WEFT_TCHECK_EQ(note.len, 2 * t);
+                auto *var = static_cast<weft_var_context *>(note.op_context);
+                var->op_context = op_ctx(300);
+                std::vector<unsigned char> buf(2 * t + 64, fill_byte);
+                const iovec iov{buf.data(), buf.size()};
+                post_var(c, var, &iov, 1, WEFT_CLAIM);
+                const weft_cq_tagged_entry e = c.wait_ok(op_ctx(300));
+                WEFT_TCHECK_EQ(e.len, 2 * t);
+                check_payload(buf.data(), 2 * t, buf.size(), seed_of(n, 0x7c), "last message");
+            }
+            if (c.plays(1)) {
+                for (std::size_t k = 0; k <= n; ++k) {
+                    (void)c.wait_ok(op_ctx(k));
+                }
+            }
+        },
+        opt);
+    ASSERT_TRUE(result);
+}
+
+// ------------------------------------------------------------------ invalid contexts
+
+// WEFT_CLAIM and WEFT_DISCARD with something that is not a live var context
+// return -WEFT_EINVAL at once, produce no completion and do not disturb the real
+// messages: NULL, a var context full of random bytes, a copy of a live one at
+// another address, and a context that was already claimed (right after the claim
+// was posted, and after it completed) or discarded.
+TEST_P(transport_variable, invalid_var_context_is_rejected)
+{
+    const ::testing::AssertionResult result = run_var(2, [](rank_ctx &c) {
+        const std::size_t len = c.rndv_threshold + 100;
+        std::vector<unsigned char> sbuf(len);
+        fill_pattern(sbuf.data(), len, seed_of(0x1ba));
+        if (c.plays(1)) {
+            for (std::uint64_t k = 0; k < 2; ++k) {
+                c.post("tsend", [&] {
+                    return weft_tsend(c.ep, sbuf.data(), len, nullptr, c.peer(0), 0x1BA + k,
+                                      op_ctx(k));
+                });
+            }
+        }
+        if (c.plays(0)) {
+            std::vector<unsigned char> buf(len + 64, fill_byte);
+            const iovec iov{buf.data(), buf.size()};
+            auto expect_einval = [&](void *var, std::uint64_t flags, const std::string &what) {
+                const ssize_t rc = var_recvmsg(c, var, &iov, 1, flags);
+                WEFT_TCHECK_MSG(rc == -WEFT_EINVAL, what + ": returned " + std::to_string(rc) +
+                                                        " (" + weft_strerror(static_cast<int>(rc)) +
+                                                        "), expected " +
+                                                        std::to_string(-WEFT_EINVAL));
+            };
+            auto both = [&](void *var, const std::string &what) {
+                expect_einval(var, WEFT_CLAIM, what + " (WEFT_CLAIM)");
+                expect_einval(var, WEFT_DISCARD, what + " (WEFT_DISCARD)");
+                expect_einval(var, WEFT_CLAIM | WEFT_DISCARD, what + " (WEFT_CLAIM|WEFT_DISCARD)");
+            };
+
+            // Before any notification.
+            std::mt19937_64 rng(0x5eed);
+            weft_var_context junk{};
+            junk.op_context = reinterpret_cast<void *>(rng());
+            for (void *&p : junk.internal) {
+                p = reinterpret_cast<void *>(rng());
+            }
+            both(nullptr, "NULL context");
+            both(&junk, "random var context");
+
+            const weft_cq_tagged_entry n0 = next_notification(c);
+            check_notification(n0);
+            WEFT_TCHECK_EQ(n0.tag, 0x1BA);
+            auto *var0 = static_cast<weft_var_context *>(n0.op_context);
+            const weft_cq_tagged_entry n1 = next_notification(c);
+            check_notification(n1);
+            WEFT_TCHECK_EQ(n1.tag, 0x1BB);
+            auto *var1 = static_cast<weft_var_context *>(n1.op_context);
+            WEFT_TCHECK(var0 != var1);
+
+            weft_var_context copy = *var0;  // same contents, another address
+            both(&copy, "copy of a live var context");
+            both(&junk, "random var context with notifications outstanding");
+            for (void *&p : junk.internal) {  // a forged record pointer
+                p = var0->internal[0];
+            }
+            both(&junk, "var context naming a live record");
+
+            var0->op_context = op_ctx(10);
+            post_var(c, var0, &iov, 1, WEFT_CLAIM);
+            both(var0, "var context claimed, claim not yet complete");
+            const weft_cq_tagged_entry e = c.wait_ok(op_ctx(10));
+            WEFT_TCHECK_EQ(e.len, len);
+            check_payload(buf.data(), len, len + 64, seed_of(0x1ba), "claimed message");
+            both(var0, "var context whose claim completed");
+
+            var1->op_context = op_ctx(11);
+            std::memset(buf.data(), canary_byte, buf.size());
+            post_var(c, var1, &iov, 1, WEFT_DISCARD);
+            both(var1, "var context discarded");
+            const weft_cq_tagged_entry d = c.wait_ok(op_ctx(11));
+            WEFT_TCHECK_EQ(d.len, len);
+            WEFT_TCHECK(d.buf == nullptr);
+            both(var1, "var context whose discard completed");
+            for (std::size_t b = 0; b < buf.size(); ++b) {
+                WEFT_TCHECK_MSG(buf[b] == canary_byte, "discard wrote the buffer");
+            }
+        }
+        if (c.plays(1)) {
+            (void)c.wait_ok(op_ctx(0));
+            (void)c.wait_ok(op_ctx(1));
+        }
+    });
+    ASSERT_TRUE(result);
+}
+
+// An application's stray pointer that does not point to readable memory at all
+// (a PROT_NONE page) is refused the same way, without a crash.
+TEST_P(transport_variable, invalid_var_context_unmapped_pointer)
+{
+    WEFT_KNOWN_BUG(
+        "weft_trecvmsg(WEFT_CLAIM or WEFT_DISCARD) reads internal[0] through the context pointer "
+        "(tag_engine::find_claimed) before checking that weft handed it out: an unmapped "
+        "pointer crashes with SIGSEGV instead of returning -WEFT_EINVAL");
+    const ::testing::AssertionResult result = run_var(1, [](rank_ctx &c) {
+        const long page = sysconf(_SC_PAGESIZE);
+        void *p = mmap(nullptr, static_cast<std::size_t>(page), PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        WEFT_TCHECK(p != MAP_FAILED);
+        unsigned char buf[64];
+        const iovec iov{buf, sizeof(buf)};
+        for (const std::uint64_t flags : {WEFT_CLAIM, WEFT_DISCARD}) {
+            const ssize_t rc = var_recvmsg(c, p, &iov, 1, flags);
+            WEFT_TCHECK_MSG(rc == -WEFT_EINVAL, "returned " + std::to_string(rc));
+        }
+        WEFT_TCHECK_OK(munmap(p, static_cast<std::size_t>(page)));
+    });
+    ASSERT_TRUE(result);
+}
+
+WEFT_TRANSPORT_SUITE(transport_variable);
+
+}  // namespace
