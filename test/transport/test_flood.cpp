@@ -1,0 +1,291 @@
+// Transport-level flood of unexpected large messages over the public API: three
+// senders post 10,000 sends of 1 MiB each before the receiver posts anything.
+// The receiver's memory may grow only by the per-message header cost of an
+// unexpected rendezvous message (docs/variable-messages.md), not by the data;
+// then every message is received, in each sender's order, and checked byte for
+// byte, and every send completes successfully.
+
+#include <chrono>
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sched.h>
+#include <unistd.h>
+#include <vector>
+
+#include "test/transport/harness.hpp"
+
+namespace {
+
+using weft::test::fill_pattern;
+using weft::test::op_ctx;
+using weft::test::rank_ctx;
+using weft::test::seed_of;
+
+constexpr std::size_t mib = 1024 * 1024;
+constexpr int senders = 3;
+constexpr std::size_t per_sender = 10000;
+constexpr std::size_t msg_len = mib;
+
+/// Every send stays pending until the receiver claims it, so an endpoint must
+/// accept per_sender sends (one endpoint plays every sender over "self": 30,000).
+/// WEFT_TX_SIZE is read once per process, at the first weft call: set it before
+/// main() (GoogleTest's SetUp already calls weft_getinfo). An explicit setting
+/// in the environment wins; the test checks that it is large enough.
+constexpr const char *tx_size_value = "32768";
+const bool tx_size_set = [] { return setenv("WEFT_TX_SIZE", tx_size_value, 0) == 0; }();
+
+/// Growth of the receiver's resident memory allowed for 30,000 unexpected 1 MiB
+/// messages: 64 MiB, about 2,200 bytes per message. docs/variable-messages.md
+/// gives 304 bytes per unexpected rendezvous header (9 MB for 30,000); the rest
+/// is slack for pool growth, the CQ and allocator rounding. Buffering the data
+/// would take 30 GB.
+constexpr std::size_t rss_growth_limit = 64 * mib;
+
+/// Resident set size of this process in bytes (/proc/self/statm, second field).
+std::size_t rss_bytes()
+{
+    std::FILE *f = std::fopen("/proc/self/statm", "r");
+    WEFT_TCHECK(f != nullptr);
+    unsigned long size = 0;
+    unsigned long resident = 0;
+    const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+    std::fclose(f);
+    WEFT_TCHECK_EQ(n, 2);
+    return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::uint64_t flood_tag(int s, std::size_t i)
+{
+    return static_cast<std::uint64_t>(s) << 32 | static_cast<std::uint64_t>(i);
+}
+
+/// Context of send `id` (sender * per_sender + index): op_ctx(id), id < 30,000.
+/// Receives use op_ctx(recv_base + r), far above.
+constexpr std::uint64_t recv_base = 1000000;
+
+/// Send id of a context, or -1 when it is not a send's.
+long long send_id_of(void *ctx)
+{
+    const auto p = reinterpret_cast<std::uintptr_t>(ctx);
+    const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(op_ctx(0));
+    const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(op_ctx(senders * per_sender));
+    if (p < first || p >= end || (p - first) % 16 != 0) {
+        return -1;
+    }
+    return static_cast<long long>((p - first) / 16);
+}
+
+/// Take every send completion out of the pending list (each must succeed, once).
+/// Taking them as they come keeps the list short: over "self" 30,000 of them
+/// would otherwise pile up in front of the receive completions.
+void drain_send_completions(rank_ctx &c, std::vector<char> &done, std::size_t &count)
+{
+    for (;;) {
+        void *ctx = nullptr;
+        for (const weft::test::completion &p : c.pending()) {
+            if (send_id_of(p.context()) >= 0) {
+                ctx = p.context();
+                break;
+            }
+        }
+        if (ctx == nullptr) {
+            return;
+        }
+        const weft::test::completion d = c.wait(ctx);
+        const long long id = send_id_of(ctx);
+        WEFT_TCHECK_MSG(!d.error, "send " + std::to_string(id) + " failed: " +
+                                      std::string(d.err.err_str, strnlen(d.err.err_str, 96)));
+        WEFT_TCHECK_EQ(d.entry.flags & WEFT_SEND, WEFT_SEND);
+        WEFT_TCHECK_MSG(done[static_cast<std::size_t>(id)] == 0,
+                        "send " + std::to_string(id) + " completed twice");
+        done[static_cast<std::size_t>(id)] = 1;
+        ++count;
+    }
+}
+
+// Logical ranks 1..3 send 10,000 x 1 MiB each to logical rank 0 (tag: sender
+// and index; content: one pattern per sender, so a sender reuses one buffer);
+// rank 0 posts nothing until every sender has posted everything. Its RSS growth
+// over that time stays within rss_growth_limit. Then it receives all 30,000
+// with any-source, any-tag receives through a window of buffers: per sender the
+// indices arrive 0, 1, 2, ... and every byte matches the sender's pattern.
+void flood(rank_ctx &c)
+{
+    const std::size_t total = senders * per_sender;
+    const std::size_t per_ep = c.loopback ? total : per_sender;
+    WEFT_TCHECK_MSG(c.info->ep_attr.tx_size >= per_ep,
+                    "WEFT_TX_SIZE " + std::to_string(c.info->ep_attr.tx_size) + " < the " +
+                        std::to_string(per_ep) + " sends an endpoint must hold");
+    WEFT_TCHECK_MSG(c.rndv_threshold < msg_len, "1 MiB messages must use rendezvous; threshold " +
+                                                    std::to_string(c.rndv_threshold));
+
+    // Reference patterns, one per sender, and the receive window: all
+    // touched before the first RSS reading.
+    std::vector<std::vector<unsigned char>> ref(senders, std::vector<unsigned char>(msg_len));
+    for (int s = 0; s < senders; ++s) {
+        fill_pattern(ref[static_cast<std::size_t>(s)].data(), msg_len, seed_of(s, 0xf1d));
+    }
+    constexpr std::size_t window = 8;
+    std::vector<std::vector<unsigned char>> slots;
+    if (c.plays(0)) {
+        slots.assign(window, std::vector<unsigned char>(msg_len, 0));
+    }
+
+    std::vector<char> send_done(total, 0);
+    std::size_t sends_done = 0;
+    std::size_t per_ep_sends = 0;
+    for (int s = 0; s < senders; ++s) {
+        per_ep_sends += c.plays(s + 1) ? per_sender : 0;
+    }
+
+    const std::size_t rss_before = rss_bytes();
+    c.barrier();  // the receiver has its baseline
+
+    const auto t_post = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < per_sender; ++i) {
+        for (int s = 0; s < senders; ++s) {
+            if (!c.plays(s + 1)) {
+                continue;
+            }
+            const std::uint64_t id = static_cast<std::uint64_t>(s) * per_sender + i;
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, ref[static_cast<std::size_t>(s)].data(), msg_len, nullptr,
+                                  c.peer(0), flood_tag(s, i), op_ctx(id));
+            });
+        }
+    }
+    if (per_ep_sends > 0) {
+        std::printf("flood: posted %zu sends of 1 MiB in %.2f s\n", per_ep_sends,
+                    seconds_since(t_post));
+    }
+    c.barrier();  // every sender has posted everything; the receiver drove progress
+    // Headers still in the transport's queues (or the senders') arrive meanwhile.
+    c.progress_for(500);
+
+    if (c.plays(0)) {
+        const std::size_t rss_after = rss_bytes();
+        const std::size_t growth = rss_after > rss_before ? rss_after - rss_before : 0;
+        std::printf(
+            "flood: receiver RSS %zu -> %zu KiB, growth %zu "
+            "bytes = %zu per message (limit %zu)\n",
+            rss_before / 1024, rss_after / 1024, growth, growth / total, rss_growth_limit);
+        WEFT_TCHECK_MSG(growth < rss_growth_limit,
+                        "receiver RSS grew by " + std::to_string(growth) + " bytes for " +
+                            std::to_string(total) + " unexpected messages");
+
+        // Receive everything: any source, any tag; window receives in flight.
+        const auto t_recv = std::chrono::steady_clock::now();
+        std::vector<std::size_t> next(senders, 0);
+        std::size_t posted = 0;
+        for (std::size_t r = 0; r < total; ++r) {
+            while (posted < total && posted < r + window) {
+                std::vector<unsigned char> &slot = slots[posted % window];
+                c.post("trecv", [&] {
+                    return weft_trecv(c.ep, slot.data(), msg_len, nullptr, WEFT_ADDR_UNSPEC, 0,
+                                      ~std::uint64_t{0}, op_ctx(recv_base + posted));
+                });
+                ++posted;
+            }
+            weft_addr_t src = WEFT_ADDR_NOTAVAIL;
+            const weft_cq_tagged_entry e = c.wait_ok(op_ctx(recv_base + r), &src);
+            const auto s = static_cast<int>(e.tag >> 32);
+            const std::size_t idx = e.tag & 0xFFFFFFFFULL;
+            const std::string what =
+                "receive " + std::to_string(r) + " (tag " + weft::test::value_text(e.tag) + ")";
+            WEFT_TCHECK_MSG(s >= 0 && s < senders, what + ": no such sender");
+            WEFT_TCHECK_EQ(src, c.peer(s + 1));
+            WEFT_TCHECK_MSG(idx == next[static_cast<std::size_t>(s)],
+                            what + ": sender " + std::to_string(s) + " message " +
+                                std::to_string(idx) + ", expected " +
+                                std::to_string(next[static_cast<std::size_t>(s)]));
+            ++next[static_cast<std::size_t>(s)];
+            WEFT_TCHECK_EQ(e.len, msg_len);
+            unsigned char *got = slots[r % window].data();
+            WEFT_TCHECK(e.buf == got);
+            const unsigned char *want = ref[static_cast<std::size_t>(s)].data();
+            if (std::memcmp(got, want, msg_len) != 0) {
+                std::size_t bad = 0;
+                while (got[bad] == want[bad]) {
+                    ++bad;
+                }
+                WEFT_TCHECK_MSG(false, what + ": payload differs at offset " + std::to_string(bad));
+            }
+            std::memset(got, 0, 64);  // a stale slot must not pass the next check
+            std::memset(got + msg_len - 64, 0, 64);
+            drain_send_completions(c, send_done, sends_done);
+        }
+        for (int s = 0; s < senders; ++s) {
+            WEFT_TCHECK_EQ(next[static_cast<std::size_t>(s)], per_sender);
+        }
+        const double recv_s = seconds_since(t_recv);
+        std::printf("flood: received and checked %zu x 1 MiB in %.2f s (%.2f GB/s)\n", total,
+                    recv_s, static_cast<double>(total * msg_len) / recv_s / 1e9);
+    }
+
+    // Every send completes successfully (completions are taken as they come:
+    // over "self" they interleave with the receives above).
+    const auto t_wait = std::chrono::steady_clock::now();
+    auto last_progress = t_wait;
+    while (sends_done < per_ep_sends) {
+        const std::size_t before = sends_done;
+        c.poll();
+        drain_send_completions(c, send_done, sends_done);
+        if (sends_done != before) {
+            last_progress = std::chrono::steady_clock::now();
+        }
+        WEFT_TCHECK_MSG(seconds_since(last_progress) < 30,
+                        "no send completion for 30 s; " + std::to_string(sends_done) + " of " +
+                            std::to_string(per_ep_sends) + " completed");
+        sched_yield();
+    }
+}
+
+class transport_flood : public transport_test {};
+
+#ifdef WEFT_FLOOD_CREDITS_OFF
+// test_flood_credits_off: the same flood with credit flow control off, so that
+// nothing holds the senders back and every header waits at the receiver (with
+// credits on, a peer's unexpected messages are bounded by the window it was
+// granted and the rest wait in the sender's queue). Set before main(), like
+// WEFT_TX_SIZE.
+const bool credits_off = setenv("WEFT_CREDITS", "n", 1) == 0;
+
+TEST_P(transport_flood, unexpected_flood_credits_off_three_senders_10000_x_1mib)
+{
+    ASSERT_TRUE(credits_off);
+    ASSERT_TRUE(tx_size_set);
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    const ::testing::AssertionResult result = run(
+        4,
+        [](rank_ctx &c) {
+            weft_credits cr{};
+            WEFT_TCHECK_OK(weft_ep_credits(c.ep, c.peer(0), &cr));
+            WEFT_TCHECK_MSG(cr.send == UINT64_MAX, "flow control is on: WEFT_CREDITS=n ignored");
+            flood(c);
+        },
+        opt);
+    ASSERT_TRUE(result);
+}
+#else
+TEST_P(transport_flood, unexpected_flood_three_senders_10000_x_1mib)
+{
+    ASSERT_TRUE(tx_size_set);
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    const ::testing::AssertionResult result = run(4, flood, opt);
+    ASSERT_TRUE(result);
+}
+#endif
+
+WEFT_TRANSPORT_SUITE(transport_flood);
+
+}  // namespace
