@@ -516,6 +516,190 @@ TEST_P(transport_variable, claim_into_too_small_buffer_truncates)
     ASSERT_TRUE(result);
 }
 
+// ------------------------------------------------------------------ threshold, CQ data
+
+// WEFT_OPT_VAR_MSG_THRESHOLD set before weft_ep_enable on an endpoint of our own
+// (the harness enables its endpoint before the body runs), which sends to
+// itself: getopt reads the value back, setopt after enable is refused, a
+// message of exactly the threshold matches a posted receive and one byte more
+// is a notification, claimed whole.
+TEST_P(transport_variable, threshold_option_set_before_enable)
+{
+    const ::testing::AssertionResult result = run_var(1, [](rank_ctx &c) {
+        constexpr std::size_t thresh = 1000;
+        weft_cq_t *cq = nullptr;
+        weft_av_t *av = nullptr;
+        weft_ep_t *ep = nullptr;
+        weft_cq_attr cq_attr{};
+        cq_attr.format = WEFT_CQ_FORMAT_TAGGED;
+        WEFT_TCHECK_OK(weft_cq_open(c.domain, &cq_attr, &cq));
+        weft_av_attr av_attr{};
+        WEFT_TCHECK_OK(weft_av_open(c.domain, &av_attr, &av));
+        WEFT_TCHECK_OK(weft_ep_open(c.domain, c.info, &ep, nullptr));
+        WEFT_TCHECK_OK(weft_ep_bind_cq(ep, cq, WEFT_TRANSMIT | WEFT_RECV));
+        WEFT_TCHECK_OK(weft_ep_bind_av(ep, av));
+        const std::size_t value = thresh;
+        WEFT_TCHECK_EQ(weft_ep_setopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &value, 4), -WEFT_EINVAL);
+        WEFT_TCHECK_OK(weft_ep_setopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &value, sizeof(value)));
+        WEFT_TCHECK_OK(weft_ep_enable(ep));
+        std::size_t got = 0;
+        std::size_t len = sizeof(got);
+        WEFT_TCHECK_OK(weft_ep_getopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &got, &len));
+        WEFT_TCHECK_EQ(got, thresh);
+        const std::size_t later = 2 * thresh;
+        WEFT_TCHECK_MSG(weft_ep_setopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &later, sizeof(later)) < 0,
+                        "setopt after weft_ep_enable was accepted");
+        len = sizeof(got);
+        WEFT_TCHECK_OK(weft_ep_getopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &got, &len));
+        WEFT_TCHECK_EQ(got, thresh);
+
+        unsigned char name[256];
+        std::size_t name_len = sizeof(name);
+        WEFT_TCHECK_OK(weft_ep_getname(ep, name, &name_len));
+        weft_addr_t self = WEFT_ADDR_NOTAVAIL;
+        WEFT_TCHECK_EQ(weft_av_insert(av, name, 1, &self, 0), 1);
+
+        // Read this endpoint's CQ until the entry with `ctx` (or, with ctx ==
+        // nullptr, the first notification) shows up.
+        std::vector<weft_cq_tagged_entry> seen;
+        auto wait_for = [&](void *ctx) {
+            for (int spins = 0;; ++spins) {
+                for (auto it = seen.begin(); it != seen.end(); ++it) {
+                    const bool note = (it->flags & WEFT_VARIABLE_MSG) != 0;
+                    if (ctx == nullptr ? note : (!note && it->op_context == ctx)) {
+                        const weft_cq_tagged_entry e = *it;
+                        seen.erase(it);
+                        return e;
+                    }
+                }
+                weft_cq_tagged_entry e[8];
+                const ssize_t n = weft_cq_read(cq, e, 8);
+                WEFT_TCHECK_MSG(n > 0 || n == -WEFT_EAGAIN,
+                                "weft_cq_read returned " + std::to_string(n));
+                for (ssize_t i = 0; i < n; ++i) {
+                    seen.push_back(e[i]);
+                }
+                WEFT_TCHECK_MSG(spins < 10000000, "no completion on the own endpoint");
+                sched_yield();
+            }
+        };
+
+        std::vector<unsigned char> s1(thresh);
+        std::vector<unsigned char> s2(thresh + 1);
+        fill_pattern(s1.data(), s1.size(), seed_of(1, 0x7e));
+        fill_pattern(s2.data(), s2.size(), seed_of(2, 0x7e));
+        std::vector<unsigned char> r1(thresh + 64, fill_byte);
+        std::vector<unsigned char> r2(thresh + 65, fill_byte);
+        // Both receives are posted: only the first message may match one.
+        WEFT_TCHECK_OK(
+            weft_trecv(ep, r1.data(), r1.size(), nullptr, WEFT_ADDR_UNSPEC, 0x7E, 0, op_ctx(1)));
+        WEFT_TCHECK_OK(
+            weft_trecv(ep, r2.data(), r2.size(), nullptr, WEFT_ADDR_UNSPEC, 0x7E, 0, op_ctx(2)));
+        WEFT_TCHECK_OK(weft_tsend(ep, s1.data(), s1.size(), nullptr, self, 0x7E, op_ctx(11)));
+        WEFT_TCHECK_OK(weft_tsend(ep, s2.data(), s2.size(), nullptr, self, 0x7E, op_ctx(12)));
+        const weft_cq_tagged_entry e1 = wait_for(op_ctx(1));
+        WEFT_TCHECK_EQ(e1.len, thresh);
+        check_payload(r1.data(), thresh, r1.size(), seed_of(1, 0x7e), "message at the threshold");
+        const weft_cq_tagged_entry note = wait_for(nullptr);
+        check_notification(note);
+        WEFT_TCHECK_EQ(note.len, thresh + 1);
+        auto *var = static_cast<weft_var_context *>(note.op_context);
+        var->op_context = op_ctx(3);
+        std::vector<unsigned char> r3(thresh + 65, fill_byte);
+        const iovec iov{r3.data(), r3.size()};
+        weft_msg_tagged m{};
+        m.msg_iov = &iov;
+        m.iov_count = 1;
+        m.addr = WEFT_ADDR_UNSPEC;
+        m.context = var;
+        WEFT_TCHECK_OK(weft_trecvmsg(ep, &m, WEFT_CLAIM));
+        const weft_cq_tagged_entry e3 = wait_for(op_ctx(3));
+        WEFT_TCHECK_EQ(e3.len, thresh + 1);
+        check_payload(r3.data(), thresh + 1, r3.size(), seed_of(2, 0x7e), "claimed message");
+        (void)wait_for(op_ctx(11));
+        (void)wait_for(op_ctx(12));
+        // The second receive is still posted: nothing matched it.
+        WEFT_TCHECK_OK(weft_cancel(ep, op_ctx(2)));
+        weft_cq_tagged_entry e[8];
+        ssize_t n = 0;
+        for (int spins = 0; (n = weft_cq_read(cq, e, 8)) == -WEFT_EAGAIN && spins < 1000000;
+             ++spins) {
+        }
+        WEFT_TCHECK_EQ(n, -WEFT_EAVAIL);
+        weft_cq_err_entry err{};
+        WEFT_TCHECK_EQ(weft_cq_readerr(cq, &err, 0), 1);
+        WEFT_TCHECK_EQ(err.err, WEFT_ECANCELED);
+        WEFT_TCHECK(err.op_context == op_ctx(2));
+        WEFT_TCHECK(seen.empty());
+        for (std::size_t b = 0; b < r2.size(); ++b) {
+            WEFT_TCHECK_MSG(r2[b] == fill_byte, "the canceled receive was written");
+        }
+
+        WEFT_TCHECK_OK(weft_ep_close(ep));
+        WEFT_TCHECK_OK(weft_av_close(av));
+        WEFT_TCHECK_OK(weft_cq_close(cq));
+    });
+    ASSERT_TRUE(result);
+}
+
+// A notification carries the message's remote CQ data (flag and value), and so
+// does the completion of its claim.
+TEST_P(transport_variable, notification_carries_remote_cq_data)
+{
+    WEFT_REQUIRE_CAPS(WEFT_VARIABLE_MSG | WEFT_REMOTE_CQ_DATA);
+    weft::test::run_options opt;
+    opt.extra_caps = WEFT_VARIABLE_MSG | WEFT_REMOTE_CQ_DATA;
+    const ::testing::AssertionResult result = run(
+        2,
+        [](rank_ctx &c) {
+            const std::size_t len = c.rndv_threshold + 5;
+            constexpr std::uint64_t data = 0xDA7A00C0FFEE0001ULL;
+            std::vector<unsigned char> sbuf(len);
+            fill_pattern(sbuf.data(), len, seed_of(0xda7a));
+            if (c.plays(1)) {
+                c.post("tsenddata", [&] {
+                    return weft_tsenddata(c.ep, sbuf.data(), len, nullptr, data, c.peer(0), 0xD0,
+                                          op_ctx(1));
+                });
+                c.post("tsend", [&] {
+                    return weft_tsend(c.ep, sbuf.data(), len, nullptr, c.peer(0), 0xD1, op_ctx(2));
+                });
+            }
+            if (c.plays(0)) {
+                std::vector<unsigned char> buf(len + 64, fill_byte);
+                const iovec iov{buf.data(), buf.size()};
+                const weft_cq_tagged_entry n1 = next_notification(c);
+                check_notification(n1);
+                WEFT_TCHECK_EQ(n1.tag, 0xD0ULL);
+                WEFT_TCHECK_MSG((n1.flags & WEFT_REMOTE_CQ_DATA) != 0,
+                                "notification without WEFT_REMOTE_CQ_DATA");
+                WEFT_TCHECK_EQ(n1.data, data);
+                const weft_cq_tagged_entry n2 = next_notification(c);
+                check_notification(n2);
+                WEFT_TCHECK_EQ(n2.tag, 0xD1ULL);
+                WEFT_TCHECK_EQ(n2.flags & WEFT_REMOTE_CQ_DATA, 0ULL);
+
+                static_cast<weft_var_context *>(n1.op_context)->op_context = op_ctx(10);
+                post_var(c, n1.op_context, &iov, 1, WEFT_CLAIM);
+                const weft_cq_tagged_entry e = c.wait_ok(op_ctx(10));
+                WEFT_TCHECK_MSG((e.flags & WEFT_REMOTE_CQ_DATA) != 0,
+                                "claim completion without WEFT_REMOTE_CQ_DATA");
+                WEFT_TCHECK_EQ(e.data, data);
+                check_payload(buf.data(), len, buf.size(), seed_of(0xda7a), "claimed message");
+                static_cast<weft_var_context *>(n2.op_context)->op_context = op_ctx(11);
+                post_var(c, n2.op_context, &iov, 1, WEFT_DISCARD);
+                const weft_cq_tagged_entry d = c.wait_ok(op_ctx(11));
+                WEFT_TCHECK_EQ(d.len, len);
+            }
+            if (c.plays(1)) {
+                (void)c.wait_ok(op_ctx(1));
+                (void)c.wait_ok(op_ctx(2));
+            }
+        },
+        opt);
+    ASSERT_TRUE(result);
+}
+
 // ------------------------------------------------------------------ invalid contexts
 
 // WEFT_CLAIM and WEFT_DISCARD with something that is not a live var context
