@@ -172,6 +172,14 @@ void flood(rank_ctx &c)
 
     if (c.plays(0)) {
         const std::size_t rss_after = rss_bytes();
+        for (int s = 0; s < senders && !c.loopback; ++s) {
+            weft_credits cr{};
+            WEFT_TCHECK_OK(weft_ep_credits(c.ep, c.peer(s + 1), &cr));
+            std::printf(
+                "flood: credits granted to rank %d not yet used: %llu of a window of %llu\n", s + 1,
+                static_cast<unsigned long long>(cr.recv),
+                static_cast<unsigned long long>(cr.recv_window));
+        }
         const std::size_t growth = rss_after > rss_before ? rss_after - rss_before : 0;
         std::printf(
             "flood: receiver RSS %zu -> %zu KiB, growth %zu "
