@@ -181,10 +181,10 @@ struct var_rx {
 };
 
 // Logical ranks 1..3 each send 40 messages with sizes below, at and above the
-// threshold to logical rank 0. Small ones must match the receives rank 0 posted
-// beforehand (in posting order, each sender's in send order); large ones must come
-// as notifications with len and tag, each sender's in send order; rank 0 claims
-// or discards each. Every send completes successfully.
+// threshold to logical rank 0 (half of them as gather lists). Small ones must match the receives
+// rank 0 posted beforehand (in posting order, each sender's in send order); large ones must come as
+// notifications with len and tag, each sender's in send order; rank 0 claims or discards each.
+// Every send completes successfully.
 void three_senders(rank_ctx &c, bool tagged)
 {
     const std::size_t thresh = c.rndv_threshold;
@@ -236,10 +236,21 @@ void three_senders(rank_ctx &c, bool tagged)
             std::vector<unsigned char> &b = sbufs[static_cast<std::size_t>(s * per_sender + k)];
             b.resize(len + 1);
             fill_pattern(b.data(), len, seed_of(s, k, 0x7a));
-            c.post("tsend", [&] {
-                return weft_tsend(c.ep, b.data(), len, nullptr, c.peer(0), tag_of(tagged, s, k),
-                                  op_ctx(static_cast<std::uint64_t>(s * per_sender + k)));
-            });
+            // Every other group goes as a two-part gather list: a large one then
+            // takes the clear-to-send path (the data pushed by the sender) instead
+            // of being read from the sender's buffer (docs/variable-messages.md).
+            if (k / 4 % 2 == 1) {
+                const iovec parts[2] = {{b.data(), len / 2}, {b.data() + len / 2, len - len / 2}};
+                c.post("tsendv", [&] {
+                    return weft_tsendv(c.ep, parts, nullptr, 2, c.peer(0), tag_of(tagged, s, k),
+                                       op_ctx(static_cast<std::uint64_t>(s * per_sender + k)));
+                });
+            } else {
+                c.post("tsend", [&] {
+                    return weft_tsend(c.ep, b.data(), len, nullptr, c.peer(0), tag_of(tagged, s, k),
+                                      op_ctx(static_cast<std::uint64_t>(s * per_sender + k)));
+                });
+            }
         }
     }
 
