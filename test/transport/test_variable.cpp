@@ -459,9 +459,15 @@ TEST_P(transport_variable, claim_into_too_small_buffer_truncates)
                     const std::size_t len = k < n ? cases[k].sent : 2 * t;
                     sbufs[k].resize(len + 1);
                     fill_pattern(sbufs[k].data(), len, seed_of(k, 0x7c));
+                    // Odd cases as gather lists: the clear-to-send path, where the
+                    // sender pushes the whole message and the receiver drops the rest.
+                    const iovec parts[2] = {{sbufs[k].data(), len / 3},
+                                            {sbufs[k].data() + len / 3, len - len / 3}};
                     c.post("tsend", [&] {
-                        return weft_tsend(c.ep, sbufs[k].data(), len, nullptr, c.peer(0), 0x7C0 + k,
-                                          op_ctx(k));
+                        return k % 2 == 1 ? weft_tsendv(c.ep, parts, nullptr, 2, c.peer(0),
+                                                        0x7C0 + k, op_ctx(k))
+                                          : weft_tsend(c.ep, sbufs[k].data(), len, nullptr,
+                                                       c.peer(0), 0x7C0 + k, op_ctx(k));
                     });
                 }
             }
