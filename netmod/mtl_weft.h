@@ -1,0 +1,234 @@
+/*
+ * mtl_weft.h: the Open MPI 4.1 MTL component over weft (docs/mpi.md).
+ *
+ * Open MPI's pml cm calls an MTL for every point-to-point operation; this one maps
+ * them onto weft's tagged messages (include/weft/weft.h). C only: Open MPI's
+ * internal headers do not compile as C++.
+ */
+#ifndef MTL_WEFT_H
+#define MTL_WEFT_H
+
+#include "ompi_config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/mtl/base/base.h"
+#include "ompi/mca/mtl/mtl.h"
+#include "opal/threads/mutex.h"
+
+#include <weft/weft.h>
+
+BEGIN_C_DECLS
+
+/* ------------------------------------------------------------------ tag layout
+ *
+ * One MPI message is one weft tagged message. Its 64-bit weft tag:
+ *
+ *   63    62     61 ....... 50   49 ........ 32   31 ............ 0
+ *  [ACK][SYNC][ context id 12 ][ source rank 18 ][ MPI tag (32-bit int) ]
+ *
+ * - context id: the communicator's c_contextid (Open MPI keeps it below
+ *   mtl_max_contextid = 4095).
+ * - source rank: the sender's rank in the communicator (c_my_rank); for an
+ *   acknowledgement, the rank of the receiver that sends it.
+ * - MPI tag: all 32 bits of the int, so Open MPI's negative internal tags (down to
+ *   -INT_MAX for collectives) keep their identity; MPI_ANY_TAG ignores bits 0..30
+ *   and requires bit 31 == 0, so it never matches a negative tag.
+ * - SYNC: the sender (MPI_Ssend) waits for an acknowledgement; receives ignore it.
+ * - ACK: a zero-byte acknowledgement of a SYNC message; receives require it to be 0,
+ *   so only the sender's own acknowledgement receive matches it.
+ *
+ * Receives never name a weft source address: the source is selected by the tag
+ * bits. A message that arrives before its sender is in our address vector (procs
+ * are added lazily) is reported by weft with an unknown source and would never
+ * match a directed receive posted after the insertion; the tag does not have
+ * that problem.
+ */
+#define MTL_WEFT_ACK_BIT (1ULL << 63)
+#define MTL_WEFT_SYNC_BIT (1ULL << 62)
+#define MTL_WEFT_CID_BITS 12
+#define MTL_WEFT_CID_SHIFT 50
+#define MTL_WEFT_SOURCE_BITS 18
+#define MTL_WEFT_SOURCE_SHIFT 32
+#define MTL_WEFT_CID_MASK (((1ULL << MTL_WEFT_CID_BITS) - 1) << MTL_WEFT_CID_SHIFT)
+#define MTL_WEFT_SOURCE_MASK (((1ULL << MTL_WEFT_SOURCE_BITS) - 1) << MTL_WEFT_SOURCE_SHIFT)
+#define MTL_WEFT_TAG_MASK 0xffffffffULL
+/** MPI_ANY_TAG: the non-negative tags (bit 31 must be 0). */
+#define MTL_WEFT_ANY_TAG_IGNORE 0x7fffffffULL
+#define MTL_WEFT_MAX_CONTEXTID ((int)((1U << MTL_WEFT_CID_BITS) - 1))
+#define MTL_WEFT_MAX_RANKS (1 << MTL_WEFT_SOURCE_BITS)
+
+/** The weft tag of a message from @p src_rank on context @p cid with MPI tag @p tag. */
+static inline uint64_t mtl_weft_tag(uint32_t cid, int src_rank, int tag)
+{
+    return ((uint64_t)cid << MTL_WEFT_CID_SHIFT) |
+           ((uint64_t)(uint32_t)src_rank << MTL_WEFT_SOURCE_SHIFT) | (uint64_t)(uint32_t)tag;
+}
+
+/** The MPI source rank carried by a weft tag. */
+static inline int mtl_weft_tag_source(uint64_t wtag)
+{
+    return (int)((wtag & MTL_WEFT_SOURCE_MASK) >> MTL_WEFT_SOURCE_SHIFT);
+}
+
+/** The MPI tag carried by a weft tag. */
+static inline int mtl_weft_tag_mpi_tag(uint64_t wtag)
+{
+    return (int)(uint32_t)(wtag & MTL_WEFT_TAG_MASK);
+}
+
+/** Tag and ignore mask of a receive (or probe) for (@p src, @p tag) on @p cid. */
+static inline void mtl_weft_recv_bits(uint32_t cid, int src, int tag, uint64_t *wtag,
+                                      uint64_t *ignore)
+{
+    uint64_t t = (uint64_t)cid << MTL_WEFT_CID_SHIFT;
+    uint64_t ign = MTL_WEFT_SYNC_BIT;
+    if (MPI_ANY_SOURCE == src) {
+        ign |= MTL_WEFT_SOURCE_MASK;
+    } else {
+        t |= (uint64_t)(uint32_t)src << MTL_WEFT_SOURCE_SHIFT;
+    }
+    if (MPI_ANY_TAG == tag) {
+        ign |= MTL_WEFT_ANY_TAG_IGNORE;
+    } else {
+        t |= (uint64_t)(uint32_t)tag;
+    }
+    *wtag = t;
+    *ignore = ign;
+}
+
+/* ------------------------------------------------------------------ operations and requests */
+
+struct mtl_weft_op;
+/** A weft operation completed: @p e is its CQ entry. */
+typedef void (*mtl_weft_done_fn)(struct mtl_weft_op *op, const struct weft_cq_tagged_entry *e);
+/** A weft operation failed (or was canceled): @p e is its error entry. */
+typedef void (*mtl_weft_fail_fn)(struct mtl_weft_op *op, const struct weft_cq_err_entry *e);
+
+/**
+ * One outstanding weft operation. The op_context of every weft call is &op->ctx
+ * (the first member), so a CQ entry leads back to its op and its callbacks.
+ */
+struct mtl_weft_op {
+    struct weft_context ctx; /**< first: owned by weft while the operation is outstanding */
+    mtl_weft_done_fn done;   /**< success callback */
+    mtl_weft_fail_fn fail;   /**< error callback */
+};
+
+struct mtl_weft_request;
+/** Post what is left of a request to weft; -WEFT_EAGAIN keeps it deferred. */
+typedef int (*mtl_weft_post_fn)(struct mtl_weft_request *req);
+
+/** What a request is, for cancel. */
+enum mtl_weft_req_kind {
+    MTL_WEFT_REQ_SEND = 1,
+    MTL_WEFT_REQ_RECV, /**< a posted receive (cancelable until matched) */
+    MTL_WEFT_REQ_MRECV /**< the receive of a matched-probed message (not cancelable) */
+};
+
+/**
+ * The MTL's part of a pml cm request (mtl_request_size bytes follow super), or
+ * a blocking send's request on the stack.
+ */
+typedef struct mtl_weft_request {
+    mca_mtl_request_t super;
+    struct mtl_weft_op op;  /**< the send or the receive */
+    struct mtl_weft_op ack; /**< MPI_Ssend: the receive of the acknowledgement */
+    enum mtl_weft_req_kind kind;
+    volatile int pending;   /**< send: events still to come (posting, send done, ack) */
+    volatile bool complete; /**< completion_callback has been called (or would have been) */
+    bool blocking;          /**< a blocking send: the caller waits for pending == 0 */
+    bool posted;            /**< receive: handed to weft (else still deferred) */
+    int error;              /**< MPI error of the operation */
+    void *bounce;           /**< packed copy of a non-contiguous buffer, or NULL */
+    void *buf;              /**< what is handed to weft */
+    size_t length;          /**< send: bytes; receive: capacity */
+    uint64_t wtag;          /**< send: the message tag; receive: tag to match */
+    uint64_t ignore;        /**< receive: ignore mask */
+    uint64_t ack_tag;       /**< Ssend: tag of the expected acknowledgement */
+    weft_addr_t peer;       /**< send: destination; ack: where the acknowledgement goes */
+    struct opal_convertor_t *convertor;
+    struct ompi_communicator_t *comm;
+    struct mtl_weft_probe *claimed; /**< mrecv: the matched-probe record being received */
+    mtl_weft_post_fn post;          /**< deferred: what to post next */
+    struct mtl_weft_request *next;  /**< deferred queue link */
+} mtl_weft_request_t;
+
+/** A probe (on the stack) or a matched probe (allocated; lives until its mrecv completes). */
+struct mtl_weft_probe {
+    struct mtl_weft_op op;     /**< first; for a matched probe its ctx names the claimed message */
+    volatile int state;        /**< 0 in flight, 1 found, 2 nothing */
+    int error;                 /**< MPI error */
+    uint64_t tag;              /**< tag of the message found */
+    size_t len;                /**< its length */
+    mtl_weft_request_t *mrecv; /**< the request receiving the message */
+};
+
+/* ------------------------------------------------------------------ the module */
+
+/** The module: Open MPI's function table plus the weft objects, one per process. */
+typedef struct mtl_weft_module {
+    mca_mtl_base_module_t base;
+    weft_fabric_t *fabric;
+    weft_domain_t *domain;
+    weft_cq_t *cq;
+    weft_av_t *av;
+    weft_ep_t *ep;
+    size_t addr_len;                   /**< bytes of a weft endpoint address (the modex payload) */
+    size_t inject_size;                /**< sends up to this size use weft_tinject */
+    size_t max_msg_size;               /**< largest message weft carries */
+    bool thread_multiple;              /**< MPI_THREAD_MULTIPLE: weft is WEFT_THREAD_SAFE */
+    opal_mutex_t lock;                 /**< deferred queue and lazy address insertion */
+    mtl_weft_request_t *deferred_head; /**< operations weft refused with -WEFT_EAGAIN, in order */
+    mtl_weft_request_t *deferred_tail;
+} mtl_weft_module_t;
+
+/** The component: Open MPI's component struct. */
+typedef struct mtl_weft_component {
+    mca_mtl_base_component_2_0_0_t super;
+    int priority; /**< MCA mtl_weft_priority */
+    int verbose;  /**< MCA mtl_weft_verbose: >= 1 prints the selection of every rank */
+} mtl_weft_component_t;
+
+OMPI_MODULE_DECLSPEC extern mtl_weft_component_t mca_mtl_weft_component;
+extern mtl_weft_module_t mtl_weft;
+
+/* component (mtl_weft_component.c) */
+int mtl_weft_add_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs,
+                       struct ompi_proc_t **procs);
+int mtl_weft_del_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs,
+                       struct ompi_proc_t **procs);
+int mtl_weft_finalize(struct mca_mtl_base_module_t *mtl);
+int mtl_weft_add_comm(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm);
+int mtl_weft_del_comm(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm);
+
+/* data path (mtl_weft.c) */
+int mtl_weft_progress(void);
+int mtl_weft_send(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm, int dest,
+                  int tag, struct opal_convertor_t *convertor, mca_pml_base_send_mode_t mode);
+int mtl_weft_isend(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm, int dest,
+                   int tag, struct opal_convertor_t *convertor, mca_pml_base_send_mode_t mode,
+                   bool blocking, mca_mtl_request_t *mtl_request);
+int mtl_weft_irecv(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm, int src,
+                   int tag, struct opal_convertor_t *convertor, mca_mtl_request_t *mtl_request);
+int mtl_weft_iprobe(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm, int src,
+                    int tag, int *flag, struct ompi_status_public_t *status);
+int mtl_weft_improbe(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm, int src,
+                     int tag, int *matched, struct ompi_message_t **message,
+                     struct ompi_status_public_t *status);
+int mtl_weft_imrecv(struct mca_mtl_base_module_t *mtl, struct opal_convertor_t *convertor,
+                    struct ompi_message_t **message, mca_mtl_request_t *mtl_request);
+int mtl_weft_cancel(struct mca_mtl_base_module_t *mtl, mca_mtl_request_t *mtl_request, int flag);
+/** Drain the deferred queue as far as weft accepts (called by progress and finalize). */
+void mtl_weft_flush_deferred(void);
+
+/** The weft address of rank @p rank of @p comm's remote group, adding the proc lazily. */
+int mtl_weft_peer_addr(struct ompi_communicator_t *comm, int rank, weft_addr_t *addr);
+
+END_C_DECLS
+
+#endif /* MTL_WEFT_H */

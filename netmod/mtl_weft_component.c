@@ -1,0 +1,392 @@
+/*
+ * mtl_weft_component.c: the weft MTL's component (MCA parameters, selection),
+ * the weft objects of the process, addresses through the modex, and
+ * communicator checks (docs/mpi.md).
+ */
+#include "mtl_weft.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ompi/proc/proc.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+
+static int mtl_weft_component_register(void);
+static int mtl_weft_component_open(void);
+static int mtl_weft_component_close(void);
+static int mtl_weft_component_query(mca_base_module_t **module, int *priority);
+static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threads,
+                                                      bool enable_mpi_threads);
+
+/* The only symbol the loader looks for (the .so is built -fvisibility=hidden). */
+OMPI_MODULE_DECLSPEC mtl_weft_component_t mca_mtl_weft_component = {
+    .super =
+        {
+            .mtl_version =
+                {
+                    MCA_MTL_BASE_VERSION_2_0_0,
+                    .mca_component_name = "weft",
+                    /* The modex key is mtl.weft.<major>.<minor>: every rank must
+                     * load a component of the same version. */
+                    MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+                    .mca_open_component = mtl_weft_component_open,
+                    .mca_close_component = mtl_weft_component_close,
+                    .mca_query_component = mtl_weft_component_query,
+                    .mca_register_component_params = mtl_weft_component_register,
+                },
+            .mtl_data = {MCA_BASE_METADATA_PARAM_NONE},
+            .mtl_init = mtl_weft_component_init,
+        },
+    .priority = 10,
+    .verbose = 0,
+};
+
+mtl_weft_module_t mtl_weft = {
+    .base =
+        {
+            .mtl_max_contextid = MTL_WEFT_MAX_CONTEXTID,
+            .mtl_max_tag = INT_MAX, /* the tag field holds any int */
+            .mtl_request_size = sizeof(mtl_weft_request_t) - sizeof(mca_mtl_request_t),
+            .mtl_flags = 0,
+            .mtl_add_procs = mtl_weft_add_procs,
+            .mtl_del_procs = mtl_weft_del_procs,
+            .mtl_finalize = mtl_weft_finalize,
+            .mtl_send = mtl_weft_send,
+            .mtl_isend = mtl_weft_isend,
+            .mtl_irecv = mtl_weft_irecv,
+            .mtl_iprobe = mtl_weft_iprobe,
+            .mtl_imrecv = mtl_weft_imrecv,
+            .mtl_improbe = mtl_weft_improbe,
+            .mtl_cancel = mtl_weft_cancel,
+            .mtl_add_comm = mtl_weft_add_comm,
+            .mtl_del_comm = mtl_weft_del_comm,
+        },
+};
+
+/* ------------------------------------------------------------------ component */
+
+static int mtl_weft_component_register(void)
+{
+    /* Below pml ob1's 20: pml cm with this MTL is chosen only when asked for
+     * (--mca pml cm --mca mtl weft), unless the user raises this. */
+    mca_base_component_var_register(
+        &mca_mtl_weft_component.super.mtl_version, "priority",
+        "Priority of the weft MTL (above 20, pml cm with this MTL wins without --mca pml cm)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_mtl_weft_component.priority);
+    mca_base_component_var_register(
+        &mca_mtl_weft_component.super.mtl_version, "verbose",
+        "1: print one line per rank when the weft MTL is selected (transport, threading, limits)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_mtl_weft_component.verbose);
+    return OMPI_SUCCESS;
+}
+
+static int mtl_weft_component_open(void)
+{
+    return OMPI_SUCCESS;
+}
+
+static int mtl_weft_component_close(void)
+{
+    return OMPI_SUCCESS;
+}
+
+static int mtl_weft_component_query(mca_base_module_t **module, int *priority)
+{
+    *priority = mca_mtl_weft_component.priority;
+    *module = (mca_base_module_t *)&mtl_weft.base;
+    return OMPI_SUCCESS;
+}
+
+/** Close whatever of the weft objects is open (init failure and finalize). */
+static int mtl_weft_close_objects(void)
+{
+    int rc = 0, r;
+    if (NULL != mtl_weft.ep && 0 != (r = weft_ep_close(mtl_weft.ep))) {
+        rc = r;
+    }
+    mtl_weft.ep = NULL;
+    if (NULL != mtl_weft.av && 0 != (r = weft_av_close(mtl_weft.av))) {
+        rc = r;
+    }
+    mtl_weft.av = NULL;
+    if (NULL != mtl_weft.cq && 0 != (r = weft_cq_close(mtl_weft.cq))) {
+        rc = r;
+    }
+    mtl_weft.cq = NULL;
+    if (NULL != mtl_weft.domain && 0 != (r = weft_domain_close(mtl_weft.domain))) {
+        rc = r;
+    }
+    mtl_weft.domain = NULL;
+    if (NULL != mtl_weft.fabric && 0 != (r = weft_fabric_close(mtl_weft.fabric))) {
+        rc = r;
+    }
+    mtl_weft.fabric = NULL;
+    return rc;
+}
+
+static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threads,
+                                                      bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    struct weft_info *hints = weft_info_alloc();
+    struct weft_info *info = NULL;
+    const char *step = "weft_info_alloc";
+    int rc = -WEFT_ENOMEM;
+    if (NULL == hints) {
+        goto fail;
+    }
+    hints->caps = WEFT_TAGGED;
+    /* "auto": one endpoint that reaches each peer by its best transport (self,
+     * shm on the node, verbs or tcp between nodes). */
+    strncpy(hints->transport, "auto", sizeof(hints->transport) - 1);
+    hints->domain_attr.progress = WEFT_PROGRESS_MANUAL; /* opal_progress drives it */
+    /* MPI_THREAD_MULTIPLE: any thread may call in; otherwise calls are
+     * serialised by the MPI library and weft needs no locks. */
+    mtl_weft.thread_multiple = enable_mpi_threads;
+    hints->domain_attr.threading = enable_mpi_threads ? WEFT_THREAD_SAFE : WEFT_THREAD_DOMAIN;
+
+    step = "weft_getinfo";
+    rc = weft_getinfo(WEFT_API_VERSION, hints, &info);
+    if (0 != rc) {
+        if (enable_mpi_threads) {
+            opal_output(0,
+                        "mtl weft: MPI_THREAD_MULTIPLE was requested and weft offers no "
+                        "thread-safe tagged endpoint (%s); not selecting the weft MTL",
+                        weft_strerror(rc));
+        }
+        goto fail;
+    }
+    step = "weft_fabric_open";
+    if (0 != (rc = weft_fabric_open(info, &mtl_weft.fabric))) {
+        goto fail;
+    }
+    step = "weft_domain_open";
+    if (0 != (rc = weft_domain_open(mtl_weft.fabric, info, &mtl_weft.domain))) {
+        goto fail;
+    }
+    struct weft_cq_attr cq_attr = {.size = 0, .format = WEFT_CQ_FORMAT_TAGGED};
+    step = "weft_cq_open";
+    if (0 != (rc = weft_cq_open(mtl_weft.domain, &cq_attr, &mtl_weft.cq))) {
+        goto fail;
+    }
+    step = "weft_av_open";
+    if (0 != (rc = weft_av_open(mtl_weft.domain, NULL, &mtl_weft.av))) {
+        goto fail;
+    }
+    step = "weft_ep_open";
+    if (0 != (rc = weft_ep_open(mtl_weft.domain, info, &mtl_weft.ep, NULL))) {
+        goto fail;
+    }
+    step = "weft_ep_bind_cq";
+    if (0 != (rc = weft_ep_bind_cq(mtl_weft.ep, mtl_weft.cq, WEFT_TRANSMIT | WEFT_RECV))) {
+        goto fail;
+    }
+    step = "weft_ep_bind_av";
+    if (0 != (rc = weft_ep_bind_av(mtl_weft.ep, mtl_weft.av))) {
+        goto fail;
+    }
+    step = "weft_ep_enable";
+    if (0 != (rc = weft_ep_enable(mtl_weft.ep))) {
+        goto fail;
+    }
+
+    size_t len = sizeof(mtl_weft.inject_size);
+    step = "weft_ep_getopt(WEFT_OPT_INJECT_SIZE)";
+    if (0 !=
+        (rc = weft_ep_getopt(mtl_weft.ep, WEFT_OPT_INJECT_SIZE, &mtl_weft.inject_size, &len))) {
+        goto fail;
+    }
+    len = sizeof(mtl_weft.max_msg_size);
+    step = "weft_ep_getopt(WEFT_OPT_MAX_MSG_SIZE)";
+    if (0 !=
+        (rc = weft_ep_getopt(mtl_weft.ep, WEFT_OPT_MAX_MSG_SIZE, &mtl_weft.max_msg_size, &len))) {
+        goto fail;
+    }
+
+    /* Publish our address: peers read it in add_procs (or lazily at first use). */
+    mtl_weft.addr_len = info->addr_len;
+    unsigned char *addr = malloc(mtl_weft.addr_len);
+    size_t addr_len = mtl_weft.addr_len;
+    step = "weft_ep_getname";
+    if (NULL == addr) {
+        rc = -WEFT_ENOMEM;
+        goto fail;
+    }
+    if (0 != (rc = weft_ep_getname(mtl_weft.ep, addr, &addr_len))) {
+        free(addr);
+        goto fail;
+    }
+    int orc;
+    OPAL_MODEX_SEND(orc, OPAL_PMIX_GLOBAL, &mca_mtl_weft_component.super.mtl_version, addr,
+                    addr_len);
+    free(addr);
+    if (OPAL_SUCCESS != orc) {
+        opal_output(0, "mtl weft: publishing the endpoint address (modex send) failed: %d", orc);
+        goto fail_quiet;
+    }
+
+    OBJ_CONSTRUCT(&mtl_weft.lock, opal_mutex_t);
+    mtl_weft.deferred_head = NULL;
+    mtl_weft.deferred_tail = NULL;
+    orc = opal_progress_register(mtl_weft_progress);
+    if (OPAL_SUCCESS != orc) {
+        opal_output(0, "mtl weft: opal_progress_register failed: %d", orc);
+        OBJ_DESTRUCT(&mtl_weft.lock);
+        goto fail_quiet;
+    }
+
+    if (mca_mtl_weft_component.verbose >= 1) {
+        opal_output(0,
+                    "mtl weft: selected on rank %u (pid %d): transport %s, threading %s, "
+                    "inject %zu B, max message %zu B",
+                    (unsigned)OPAL_PROC_MY_NAME.vpid, (int)getpid(), info->transport,
+                    enable_mpi_threads ? "safe (MPI_THREAD_MULTIPLE)" : "domain",
+                    mtl_weft.inject_size, mtl_weft.max_msg_size);
+    }
+    weft_info_free(info);
+    weft_info_free(hints);
+    return &mtl_weft.base;
+
+fail:
+    opal_output_verbose(1, ompi_mtl_base_framework.framework_output,
+                        "mtl weft: not available: %s failed: %s (%d)", step, weft_strerror(rc), rc);
+    if (mca_mtl_weft_component.verbose >= 1) {
+        opal_output(0, "mtl weft: not available: %s failed: %s (%d)", step, weft_strerror(rc), rc);
+    }
+fail_quiet:
+    (void)mtl_weft_close_objects();
+    weft_info_free(info);
+    weft_info_free(hints);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ procs */
+
+int mtl_weft_add_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct ompi_proc_t **procs)
+{
+    (void)mtl;
+    int rc = OMPI_SUCCESS;
+    /* Lazy additions may race in MPI_THREAD_MULTIPLE: insert each proc once. */
+    OPAL_THREAD_LOCK(&mtl_weft.lock);
+    for (size_t i = 0; i < nprocs; ++i) {
+        ompi_proc_t *proc = procs[i];
+        if (NULL != proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL]) {
+            continue;
+        }
+        unsigned char *addr = NULL;
+        size_t size = 0;
+        OPAL_MODEX_RECV(rc, &mca_mtl_weft_component.super.mtl_version, &proc->super.proc_name,
+                        (void **)&addr, &size);
+        if (OPAL_SUCCESS != rc || NULL == addr) {
+            opal_output(0,
+                        "mtl weft: no weft address from %s (modex: %d): every rank must "
+                        "load the same version of the weft MTL",
+                        OPAL_NAME_PRINT(proc->super.proc_name), rc);
+            rc = OMPI_ERR_UNREACH;
+            break;
+        }
+        if (size != mtl_weft.addr_len) {
+            opal_output(0, "mtl weft: address of %s has %zu bytes, expected %zu",
+                        OPAL_NAME_PRINT(proc->super.proc_name), size, mtl_weft.addr_len);
+            free(addr);
+            rc = OMPI_ERR_UNREACH;
+            break;
+        }
+        weft_addr_t wa = WEFT_ADDR_NOTAVAIL;
+        int n = weft_av_insert(mtl_weft.av, addr, 1, &wa, 0);
+        free(addr);
+        if (1 != n || WEFT_ADDR_NOTAVAIL == wa) {
+            opal_output(0, "mtl weft: weft_av_insert of %s failed: %s",
+                        OPAL_NAME_PRINT(proc->super.proc_name),
+                        n < 0 ? weft_strerror(n) : "address not usable");
+            rc = OMPI_ERR_UNREACH;
+            break;
+        }
+        /* Stored as index + 1 so that NULL keeps meaning "not added". */
+        proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL] = (void *)(uintptr_t)(wa + 1);
+    }
+    OPAL_THREAD_UNLOCK(&mtl_weft.lock);
+    return rc;
+}
+
+int mtl_weft_del_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct ompi_proc_t **procs)
+{
+    (void)mtl;
+    OPAL_THREAD_LOCK(&mtl_weft.lock);
+    for (size_t i = 0; i < nprocs; ++i) {
+        if (NULL == procs[i]) {
+            continue;
+        }
+        void *ep = procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL];
+        if (NULL != ep) {
+            weft_addr_t wa = (weft_addr_t)(uintptr_t)ep - 1;
+            (void)weft_av_remove(mtl_weft.av, &wa, 1, 0);
+            procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL] = NULL;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&mtl_weft.lock);
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ communicators */
+
+int mtl_weft_add_comm(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm)
+{
+    (void)mtl;
+    if (comm->c_contextid > (uint32_t)MTL_WEFT_MAX_CONTEXTID) {
+        opal_output(0, "mtl weft: communicator context id %u does not fit the %d-bit tag field",
+                    comm->c_contextid, MTL_WEFT_CID_BITS);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (ompi_comm_size(comm) > MTL_WEFT_MAX_RANKS ||
+        ompi_comm_remote_size(comm) > MTL_WEFT_MAX_RANKS) {
+        opal_output(0, "mtl weft: communicators of more than %d ranks are not supported",
+                    MTL_WEFT_MAX_RANKS);
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mtl_weft_del_comm(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm)
+{
+    (void)mtl;
+    (void)comm;
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ finalize */
+
+int mtl_weft_finalize(struct mca_mtl_base_module_t *mtl)
+{
+    (void)mtl;
+    opal_progress_unregister(mtl_weft_progress);
+
+    /* Operations still deferred (e.g. the acknowledgement of a synchronous send)
+     * would be lost with the endpoint: push them out, for a bounded time. */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (NULL != mtl_weft.deferred_head) {
+        mtl_weft_progress();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 10) {
+            opal_output(0, "mtl weft: finalize: operations still waiting after 10 s are dropped");
+            break;
+        }
+    }
+    int rc = mtl_weft_close_objects();
+    OBJ_DESTRUCT(&mtl_weft.lock);
+    if (0 != rc) {
+        opal_output(0, "mtl weft: closing the weft objects failed: %s", weft_strerror(rc));
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
