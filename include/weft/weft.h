@@ -426,7 +426,8 @@ struct weft_credits {
  */
 int weft_ep_credits(weft_ep_t *ep, weft_addr_t peer, struct weft_credits *credits);
 
-/** Cost in credits of sending the gather list (what weft_ep_credits() send drops by). */
+/** Cost in credits of sending the gather list: what weft_ep_credits() send drops by (an
+ *  upper bound when the endpoint has several transports: the most any of them charges). */
 ssize_t weft_ep_sendv_cost(weft_ep_t *ep, const struct iovec *iov, size_t count);
 
 /** Cost in credits of a receive of the scatter list (what the sender's grant drops by). */

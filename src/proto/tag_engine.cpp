@@ -92,7 +92,7 @@ tag_engine::~tag_engine()
         matcher_.remove_unexpected(u);
         free_unexpected(u);
     }
-    for (auto *u : claimed_) {
+    for (auto &[handle, u] : claimed_) {
         free_unexpected(u);
     }
     claimed_.clear();
@@ -377,7 +377,7 @@ void tag_engine::credits(std::uint64_t peer, bool all, weft_credits &out) const
         return;
     }
     auto add = [&](const peer_state &p) {
-        out.send += p.cr.attached() ? p.cr.send_credits() : pool_.initial();
+        out.send += p.cr.attached() ? p.cr.sendable() : pool_.initial();
         out.recv += p.cr.attached() ? p.cr.recv_credits() : pool_.initial();
     };
     if (all) {
@@ -401,18 +401,21 @@ std::size_t tag_engine::message_cost(std::size_t len) const noexcept
     if (!params_.credits) {
         return 0;
     }
-    const transport::iface *tl = npoll_ > 0 ? poll_tls_[0] : tls_[0];
-    if (tl == nullptr) {
-        return 1;
-    }
-    const std::size_t budget = tl->attr().max_bcopy - sizeof(credit_prefix);
     if (len > params_.rndv_thresh) {
         return 1;  // the rendezvous header; the data is read in place
     }
-    if (sizeof(eager_data_hdr) + len <= budget) {
-        return 1;
+    // The cost depends on the transport a peer is reached by: answer the most any
+    // of this endpoint's transports would charge, so an application that sends
+    // only when it holds this many credits is never refused.
+    std::size_t worst = 1;
+    for (unsigned i = 0; i < ntls_; ++i) {
+        const std::size_t budget = tls_[i]->attr().max_bcopy - sizeof(credit_prefix);
+        if (sizeof(eager_data_hdr) + len > budget) {
+            worst = std::max(worst, credit_cost(len, budget - sizeof(eager_first_hdr),
+                                                budget - sizeof(eager_frag_hdr)));
+        }
     }
-    return credit_cost(len, budget - sizeof(eager_first_hdr), budget - sizeof(eager_frag_hdr));
+    return worst;
 }
 
 void tag_engine::complete_send(void *context, std::uint64_t op_flags, std::uint64_t tag)
@@ -1040,9 +1043,15 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
                  c->index);
         return;
     }
-    if (returned != 0 && p->cr.on_credits_returned(returned) != status::ok) [[unlikely]] {
-        WEFT_LOG(proto, error, "sender %u returned %u credits, beyond any window: ignored", src,
-                 returned);
+    if (returned != 0) {
+        if (p->cr.on_credits_returned(returned) != status::ok) [[unlikely]] {
+            WEFT_LOG(proto, error, "sender %u returned %u credits, beyond any window: ignored", src,
+                     returned);
+        } else if (p->cr.needs_explicit_update() && !p->failed) [[unlikely]] {
+            // An update that waited for a send credit can go now, even if this
+            // message's own buffer stays held.
+            e->send_update(p);
+        }
     }
     // Self delivers inside a send, so handlers can nest: keep the outer state.
     peer_state *const outer_peer = e->rx_peer_;
@@ -1419,7 +1428,7 @@ void tag_engine::notify_variable(unexpected_record *u)
     u->var.internal[0] = u;
     u->var.internal[1] = nullptr;
     u->var.internal[2] = nullptr;
-    claimed_.insert(u);
+    claimed_.emplace(&u->var, u);
     rx.success({&u->var, recv_flags | WEFT_VARIABLE_MSG | u->flags, u->total, nullptr, u->data,
                 u->tag, reported_src(u->src)},
                true);
@@ -1427,19 +1436,8 @@ void tag_engine::notify_variable(unexpected_record *u)
 
 unexpected_record *tag_engine::find_claimed(void *context)
 {
-    // A variable message's context is the weft_var_context inside its record; a
-    // PEEK|CLAIM context is the application's weft_context naming the record.
-    // Both come from the application: trust a record only if we handed it out.
-    auto *u =
-        static_cast<unexpected_record *>(static_cast<weft_var_context *>(context)->internal[0]);
-    if (claimed_.count(u) != 0 && u->variable && &u->var == context) {
-        return u;
-    }
-    u = static_cast<unexpected_record *>(static_cast<weft_context *>(context)->internal[0]);
-    if (claimed_.count(u) != 0 && !u->variable) {
-        return u;
-    }
-    return nullptr;
+    const auto it = claimed_.find(context);
+    return it == claimed_.end() ? nullptr : it->second;
 }
 
 void tag_engine::discard(unexpected_record *u, void *context)
@@ -1471,6 +1469,9 @@ int tag_engine::recv_special(const recv_args &a)
     if ((claim || discard_it) && a.context == nullptr) {
         return -WEFT_EINVAL;
     }
+    if (peek && claim && claimed_.count(a.context) != 0) {
+        return -WEFT_EINVAL;  // this context already holds a reserved message
+    }
     unexpected_record *u = nullptr;
     if (peek) {
         std::uint32_t src = any_source;
@@ -1497,7 +1498,7 @@ int tag_engine::recv_special(const recv_args &a)
         if (u == nullptr) {
             return -WEFT_EINVAL;
         }
-        claimed_.erase(u);
+        claimed_.erase(a.context);
     }
     void *const context = u->variable ? u->var.op_context : a.context;
     if (discard_it) {
@@ -1509,7 +1510,7 @@ int tag_engine::recv_special(const recv_args &a)
     if (peek && claim) {
         u->claimed = true;
         static_cast<weft_context *>(a.context)->internal[0] = u;
-        claimed_.insert(u);
+        claimed_.emplace(a.context, u);
         rx.success(c, true);
         return 0;
     }

@@ -27,7 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <sys/uio.h>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "base/mpool.hpp"
@@ -396,8 +396,11 @@ class tag_engine {
     base::mpool<send_request> send_pool_;
     std::vector<std::unique_ptr<peer_state>> peers_;
     std::vector<std::uint8_t> failed_;  ///< by AV index: the peer died
-    std::unordered_set<unexpected_record *>
-        claimed_;                        ///< reserved (PEEK|CLAIM, variable), not claimed yet
+    /// Messages reserved by PEEK|CLAIM or notified as variable, by the handle the
+    /// application will claim them with (its weft_context, or the record's
+    /// weft_var_context). Looked up by pointer value only: a handle from the
+    /// application is never dereferenced before it is found here.
+    std::unordered_map<const void *, unexpected_record *> claimed_;
     id_table<send_request> rndv_sends_;  ///< rendezvous sends waiting for fin or cts
     id_table<recv_request> rndv_recvs_;  ///< receives waiting for rndv_data after a cts
     peer_state *pending_peers_ = nullptr;

@@ -823,12 +823,6 @@ TEST_P(transport_variable, invalid_var_context_is_rejected)
 
 TEST_P(transport_variable, claimed_or_discarded_var_context_is_rejected)
 {
-#ifdef __SANITIZE_ADDRESS__
-    WEFT_KNOWN_BUG(
-        "tag_engine::find_claimed reads internal[0] through a var context whose record was "
-        "already freed to the pool by the claim or discard (AddressSanitizer: "
-        "use-after-poison); without ASan it reads stale pool memory and returns -WEFT_EINVAL");
-#endif
     const ::testing::AssertionResult result =
         run_var(2, [](rank_ctx &c) { invalid_contexts(c, true); });
     ASSERT_TRUE(result);
@@ -838,10 +832,6 @@ TEST_P(transport_variable, claimed_or_discarded_var_context_is_rejected)
 // (a PROT_NONE page) is refused the same way, without a crash.
 TEST_P(transport_variable, invalid_var_context_unmapped_pointer)
 {
-    WEFT_KNOWN_BUG(
-        "weft_trecvmsg(WEFT_CLAIM or WEFT_DISCARD) reads internal[0] through the context pointer "
-        "(tag_engine::find_claimed) before checking that weft handed it out: an unmapped "
-        "pointer crashes with SIGSEGV instead of returning -WEFT_EINVAL");
     const ::testing::AssertionResult result = run_var(1, [](rank_ctx &c) {
         const long page = sysconf(_SC_PAGESIZE);
         void *p = mmap(nullptr, static_cast<std::size_t>(page), PROT_NONE,
