@@ -130,6 +130,7 @@ static int mtl_weft_start(mtl_weft_request_t *req)
     }
     req->next = NULL;
     OPAL_THREAD_LOCK(&mtl_weft.lock);
+    ++mtl_weft.deferred_count;
     if (NULL == mtl_weft.deferred_tail) {
         mtl_weft.deferred_head = req;
     } else {

@@ -185,13 +185,15 @@ typedef struct mtl_weft_module {
     opal_mutex_t lock;                 /**< deferred queue and lazy address insertion */
     mtl_weft_request_t *deferred_head; /**< operations weft refused with -WEFT_EAGAIN, in order */
     mtl_weft_request_t *deferred_tail;
+    unsigned long deferred_count; /**< operations that went through the deferred queue */
 } mtl_weft_module_t;
 
 /** The component: Open MPI's component struct. */
 typedef struct mtl_weft_component {
     mca_mtl_base_component_2_0_0_t super;
-    int priority; /**< MCA mtl_weft_priority */
-    int verbose;  /**< MCA mtl_weft_verbose: >= 1 prints the selection of every rank */
+    int priority;      /**< MCA mtl_weft_priority */
+    int verbose;       /**< MCA mtl_weft_verbose: >= 1 prints the selection of every rank */
+    bool flow_control; /**< MCA mtl_weft_flow_control: weft credits (WEFT_CREDITS) */
 } mtl_weft_component_t;
 
 OMPI_MODULE_DECLSPEC extern mtl_weft_component_t mca_mtl_weft_component;

@@ -5,6 +5,7 @@
  */
 #include "mtl_weft.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ OMPI_MODULE_DECLSPEC mtl_weft_component_t mca_mtl_weft_component = {
         },
     .priority = 10,
     .verbose = 0,
+    .flow_control = false,
 };
 
 mtl_weft_module_t mtl_weft = {
@@ -86,6 +88,14 @@ static int mtl_weft_component_register(void)
         "1: print one line per rank when the weft MTL is selected (transport, threading, limits)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_mtl_weft_component.verbose);
+    mca_base_component_var_register(
+        &mca_mtl_weft_component.super.mtl_version, "flow_control",
+        "weft's credit-based flow control (sets WEFT_CREDITS unless the environment has it). "
+        "Off by default: weft's credits stay with unexpected messages until they are matched, "
+        "so a sender with unmatched messages could block its later messages to the same peer, "
+        "which MPI forbids (docs/mpi.md)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_mtl_weft_component.flow_control);
     return OMPI_SUCCESS;
 }
 
@@ -137,6 +147,11 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
                                                       bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
+    /* Before the first weft call: weft reads its configuration once. An explicit
+     * WEFT_CREDITS in the environment wins. */
+    if (NULL == getenv("WEFT_CREDITS")) {
+        setenv("WEFT_CREDITS", mca_mtl_weft_component.flow_control ? "y" : "n", 1);
+    }
     struct weft_info *hints = weft_info_alloc();
     struct weft_info *info = NULL;
     const char *step = "weft_info_alloc";
@@ -247,10 +262,10 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
     if (mca_mtl_weft_component.verbose >= 1) {
         opal_output(0,
                     "mtl weft: selected on rank %u (pid %d): transport %s, threading %s, "
-                    "inject %zu B, max message %zu B",
+                    "inject %zu B, max message %zu B, WEFT_CREDITS=%s",
                     (unsigned)OPAL_PROC_MY_NAME.vpid, (int)getpid(), info->transport,
                     enable_mpi_threads ? "safe (MPI_THREAD_MULTIPLE)" : "domain",
-                    mtl_weft.inject_size, mtl_weft.max_msg_size);
+                    mtl_weft.inject_size, mtl_weft.max_msg_size, getenv("WEFT_CREDITS"));
     }
     weft_info_free(info);
     weft_info_free(hints);
@@ -313,6 +328,10 @@ int mtl_weft_add_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct 
         }
         /* Stored as index + 1 so that NULL keeps meaning "not added". */
         proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL] = (void *)(uintptr_t)(wa + 1);
+        opal_output_verbose(10, ompi_mtl_base_framework.framework_output,
+                            "mtl weft: added %s as weft address %" PRIu64 "%s",
+                            OPAL_NAME_PRINT(proc->super.proc_name), (uint64_t)wa,
+                            1 == nprocs ? "" : " (add_procs)");
     }
     OPAL_THREAD_UNLOCK(&mtl_weft.lock);
     return rc;
@@ -381,6 +400,10 @@ int mtl_weft_finalize(struct mca_mtl_base_module_t *mtl)
             opal_output(0, "mtl weft: finalize: operations still waiting after 10 s are dropped");
             break;
         }
+    }
+    if (mca_mtl_weft_component.verbose >= 2) {
+        opal_output(0, "mtl weft: rank %u: %lu operations waited in the deferred queue",
+                    (unsigned)OPAL_PROC_MY_NAME.vpid, mtl_weft.deferred_count);
     }
     int rc = mtl_weft_close_objects();
     OBJ_DESTRUCT(&mtl_weft.lock);
