@@ -1,0 +1,289 @@
+/*
+ * mpi_coll.c: Open MPI's own collectives running over the MTL, results checked.
+ *
+ * Barrier, bcast, allreduce, alltoall(v), reduce, allgather, gather, scatter,
+ * reduce_scatter_block, scan, and the nonblocking ones (whose internal tags go
+ * down to -INT_MAX/2), from a few bytes to several MiB (Open MPI switches
+ * algorithms by size), on MPI_COMM_WORLD and on a split communicator.
+ */
+#include "mpi_test.h"
+
+static void test_barrier(MPI_Comm comm)
+{
+    for (int i = 0; i < 100; ++i) {
+        CHECK_MPI(MPI_Barrier(comm));
+    }
+    /* A barrier really waits: every rank's counter is published after it. */
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (int round = 0; round < 10; ++round) {
+        int mine = round * 100 + rank, *all = malloc((size_t)size * sizeof(int));
+        CHECK_MPI(MPI_Barrier(comm));
+        CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, comm));
+        for (int r = 0; r < size; ++r) {
+            CHECK(all[r] == round * 100 + r, "allgather after barrier round %d: [%d] = %d", round,
+                  r, all[r]);
+        }
+        free(all);
+    }
+}
+
+static void test_bcast(MPI_Comm comm)
+{
+    static const int counts[] = {1, 7, 1000, 100000, 1 << 20}; /* ints: up to 4 MiB */
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *buf = malloc((size_t)(1 << 20) * sizeof(int));
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k) {
+        for (int root = 0; root < size; ++root) {
+            const int n = counts[k];
+            for (int i = 0; i < n; ++i) {
+                buf[i] = rank == root ? (int)(i * 31 + root + k) : -1;
+            }
+            CHECK_MPI(MPI_Bcast(buf, n, MPI_INT, root, comm));
+            for (int i = 0; i < n; ++i) {
+                if (buf[i] != (int)(i * 31 + root + k)) {
+                    CHECK(0, "bcast of %d ints from %d: [%d] = %d", n, root, i, buf[i]);
+                }
+            }
+        }
+    }
+    free(buf);
+}
+
+static void test_allreduce(MPI_Comm comm)
+{
+    static const int counts[] = {1, 8, 1000, 300000};
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    long *in = malloc(300000 * sizeof(long)), *out = malloc(300000 * sizeof(long));
+    double *din = malloc(300000 * sizeof(double)), *dout = malloc(300000 * sizeof(double));
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k) {
+        const int n = counts[k];
+        for (int i = 0; i < n; ++i) {
+            in[i] = (long)(rank + 1) * (i + 1);
+            din[i] = 0.5 * rank + i;
+        }
+        CHECK_MPI(MPI_Allreduce(in, out, n, MPI_LONG, MPI_SUM, comm));
+        CHECK_MPI(MPI_Allreduce(din, dout, n, MPI_DOUBLE, MPI_MAX, comm));
+        const long tri = (long)size * (size + 1) / 2;
+        for (int i = 0; i < n; ++i) {
+            if (out[i] != tri * (i + 1) || dout[i] != 0.5 * (size - 1) + i) {
+                CHECK(0, "allreduce of %d: [%d] = %ld / %g", n, i, out[i], dout[i]);
+            }
+        }
+        /* In place, and a reduce to each root. */
+        for (int i = 0; i < n; ++i) {
+            out[i] = rank;
+        }
+        CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, out, n, MPI_LONG, MPI_MIN, comm));
+        for (int i = 0; i < n; ++i) {
+            if (out[i] != 0) {
+                CHECK(0, "in-place allreduce MIN of %d: [%d] = %ld", n, i, out[i]);
+            }
+        }
+        for (int root = 0; root < size; ++root) {
+            CHECK_MPI(MPI_Reduce(in, out, n, MPI_LONG, MPI_SUM, root, comm));
+            if (rank == root) {
+                for (int i = 0; i < n; ++i) {
+                    if (out[i] != tri * (i + 1)) {
+                        CHECK(0, "reduce of %d to %d: [%d] = %ld", n, root, i, out[i]);
+                    }
+                }
+            }
+        }
+    }
+    free(in);
+    free(out);
+    free(din);
+    free(dout);
+}
+
+static void test_alltoall(MPI_Comm comm)
+{
+    static const int counts[] = {1, 100, 16384}; /* ints per pair: up to 64 KiB */
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k) {
+        const int n = counts[k];
+        int *s = malloc((size_t)n * size * sizeof(int)),
+            *r = malloc((size_t)n * size * sizeof(int));
+        for (int p = 0; p < size; ++p) {
+            for (int i = 0; i < n; ++i) {
+                s[p * n + i] = rank * 1000000 + p * 10000 + i % 10000;
+            }
+        }
+        CHECK_MPI(MPI_Alltoall(s, n, MPI_INT, r, n, MPI_INT, comm));
+        for (int p = 0; p < size; ++p) {
+            for (int i = 0; i < n; ++i) {
+                if (r[p * n + i] != p * 1000000 + rank * 10000 + i % 10000) {
+                    CHECK(0, "alltoall of %d: from %d [%d] = %d", n, p, i, r[p * n + i]);
+                }
+            }
+        }
+        free(s);
+        free(r);
+    }
+    /* alltoallv: rank p sends p + q + 1 ints to rank q. */
+    int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    int stot = 0, rtot = 0;
+    for (int q = 0; q < size; ++q) {
+        sc[q] = rank + q + 1;
+        sd[q] = stot;
+        stot += sc[q];
+        rc[q] = q + rank + 1;
+        rd[q] = rtot;
+        rtot += rc[q];
+    }
+    int *s = malloc(stot * sizeof(int)), *r = malloc(rtot * sizeof(int));
+    for (int q = 0; q < size; ++q) {
+        for (int i = 0; i < sc[q]; ++i) {
+            s[sd[q] + i] = rank * 100 + q * 10 + i;
+        }
+    }
+    CHECK_MPI(MPI_Alltoallv(s, sc, sd, MPI_INT, r, rc, rd, MPI_INT, comm));
+    for (int q = 0; q < size; ++q) {
+        for (int i = 0; i < rc[q]; ++i) {
+            CHECK(r[rd[q] + i] == q * 100 + rank * 10 + i, "alltoallv from %d [%d] = %d", q, i,
+                  r[rd[q] + i]);
+        }
+    }
+    free(s);
+    free(r);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+}
+
+static void test_gather_scatter_scan(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    enum { N = 5000 };
+    int *mine = malloc(N * sizeof(int)), *all = malloc((size_t)N * size * sizeof(int));
+    for (int i = 0; i < N; ++i) {
+        mine[i] = rank * N + i;
+    }
+    for (int root = 0; root < size; ++root) {
+        CHECK_MPI(MPI_Gather(mine, N, MPI_INT, all, N, MPI_INT, root, comm));
+        if (rank == root) {
+            for (int i = 0; i < N * size; ++i) {
+                CHECK(all[i] == i, "gather to %d: [%d] = %d", root, i, all[i]);
+            }
+        }
+        if (rank == root) {
+            for (int i = 0; i < N * size; ++i) {
+                all[i] = -i;
+            }
+        }
+        CHECK_MPI(MPI_Scatter(all, N, MPI_INT, mine, N, MPI_INT, root, comm));
+        for (int i = 0; i < N; ++i) {
+            CHECK(mine[i] == -(rank * N + i), "scatter from %d: [%d] = %d", root, i, mine[i]);
+        }
+        for (int i = 0; i < N; ++i) {
+            mine[i] = rank * N + i;
+        }
+    }
+    CHECK_MPI(MPI_Allgather(mine, N, MPI_INT, all, N, MPI_INT, comm));
+    for (int i = 0; i < N * size; ++i) {
+        CHECK(all[i] == i, "allgather [%d] = %d", i, all[i]);
+    }
+    /* reduce_scatter_block: each rank gets the sum of its block. */
+    for (int i = 0; i < N * size; ++i) {
+        all[i] = i + rank;
+    }
+    CHECK_MPI(MPI_Reduce_scatter_block(all, mine, N, MPI_INT, MPI_SUM, comm));
+    for (int i = 0; i < N; ++i) {
+        const int want = size * (rank * N + i) + size * (size - 1) / 2;
+        CHECK(mine[i] == want, "reduce_scatter_block [%d] = %d, expected %d", i, mine[i], want);
+    }
+    int x = rank + 1, pre = 0;
+    CHECK_MPI(MPI_Scan(&x, &pre, 1, MPI_INT, MPI_SUM, comm));
+    CHECK(pre == (rank + 1) * (rank + 2) / 2, "scan = %d", pre);
+    free(mine);
+    free(all);
+}
+
+static void test_nonblocking(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    enum { N = 100000 };
+    int *b = malloc(N * sizeof(int)), *a = malloc(N * sizeof(int)), *r = malloc(N * sizeof(int));
+    int *s2 = malloc((size_t)size * 64 * sizeof(int)),
+        *r2 = malloc((size_t)size * 64 * sizeof(int));
+    for (int round = 0; round < 20; ++round) {
+        MPI_Request reqs[4];
+        for (int i = 0; i < N; ++i) {
+            b[i] = rank == 0 ? i + round : -1;
+            a[i] = rank + round;
+        }
+        for (int i = 0; i < size * 64; ++i) {
+            s2[i] = rank * 1000 + i / 64;
+        }
+        CHECK_MPI(MPI_Ibcast(b, N, MPI_INT, 0, comm, &reqs[0]));
+        CHECK_MPI(MPI_Iallreduce(a, r, N, MPI_INT, MPI_SUM, comm, &reqs[1]));
+        CHECK_MPI(MPI_Ialltoall(s2, 64, MPI_INT, r2, 64, MPI_INT, comm, &reqs[2]));
+        CHECK_MPI(MPI_Ibarrier(comm, &reqs[3]));
+        CHECK_MPI(MPI_Waitall(4, reqs, MPI_STATUSES_IGNORE));
+        const int sum = size * (size - 1) / 2 + size * round;
+        for (int i = 0; i < N; ++i) {
+            if (b[i] != i + round || r[i] != sum) {
+                CHECK(0, "round %d: ibcast [%d] = %d, iallreduce = %d", round, i, b[i], r[i]);
+            }
+        }
+        for (int p = 0; p < size; ++p) {
+            for (int i = 0; i < 64; ++i) {
+                CHECK(r2[p * 64 + i] == p * 1000 + rank, "ialltoall from %d: %d", p,
+                      r2[p * 64 + i]);
+            }
+        }
+    }
+    free(a);
+    free(b);
+    free(r);
+    free(s2);
+    free(r2);
+}
+
+static void run_all(MPI_Comm comm, const char *name)
+{
+    char title[128];
+    snprintf(title, sizeof(title), "barrier (%s)", name);
+    test_section(title);
+    test_barrier(comm);
+    snprintf(title, sizeof(title), "bcast (%s)", name);
+    test_section(title);
+    test_bcast(comm);
+    snprintf(title, sizeof(title), "allreduce, reduce (%s)", name);
+    test_section(title);
+    test_allreduce(comm);
+    snprintf(title, sizeof(title), "alltoall, alltoallv (%s)", name);
+    test_section(title);
+    test_alltoall(comm);
+    snprintf(title, sizeof(title), "gather, scatter, allgather, reduce_scatter, scan (%s)", name);
+    test_section(title);
+    test_gather_scatter_scan(comm);
+    snprintf(title, sizeof(title), "nonblocking collectives (%s)", name);
+    test_section(title);
+    test_nonblocking(comm);
+}
+
+int main(int argc, char **argv)
+{
+    test_init(&argc, &argv);
+    run_all(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    MPI_Comm rev;
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, 0, test_size - test_rank, &rev));
+    run_all(rev, "reversed ranks");
+    CHECK_MPI(MPI_Comm_free(&rev));
+    return test_finish("mpi_coll");
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# test/mpi/run_mpi_tests.sh: run the MPI test programs over the weft MTL
+# (docs/mpi.md). Part of `make check`; run from the top of a build directory
+# (or set WEFT_BUILD_DIR).
+#
+# Every program runs with `--mca pml cm --mca mtl weft` and the component path
+# pointing at the build tree's .libs, on 2 and 4 ranks. A run passes when it
+# exits 0, prints "PASS <program>", and every rank printed the component's
+# selection line (--mca mtl_weft_verbose 1): the MTL was really used.
+#
+# Exit 77 (skip) only when mpirun or the component is not available.
+set -u
+
+build=${WEFT_BUILD_DIR:-${top_builddir:-.}}
+so="$build/.libs/mca_mtl_weft.so"
+mpirun=${MPIRUN:-$(command -v mpirun || true)}
+
+if [ -z "$mpirun" ]; then
+    echo "SKIP: mpirun not found (install openmpi-bin)"
+    exit 77
+fi
+if [ ! -f "$so" ]; then
+    echo "SKIP: $so not built (configure found no Open MPI headers?)"
+    exit 77
+fi
+for p in mpi_p2p mpi_many mpi_coll mpi_thread; do
+    if [ ! -x "$build/test/mpi/$p" ]; then
+        echo "FAIL: $build/test/mpi/$p not built (make check builds it)"
+        exit 1
+    fi
+done
+
+ompi_components=$(ompi_info --path pkglibdir 2>/dev/null | sed -n 's/.*Pkglibdir: *//p')
+ompi_components=${ompi_components:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
+libs=$(cd "$build/.libs" && pwd)
+
+base_args=(--mca mca_base_component_path "$libs:$ompi_components"
+           --mca pml cm --mca mtl weft --mca mtl_weft_verbose 2)
+if [ "$(id -u)" = 0 ]; then
+    base_args+=(--allow-run-as-root)
+fi
+cores=$(nproc 2>/dev/null || echo 1)
+
+failed=0
+passed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# run NAME NP [extra mpirun args...] -- checks a run of test/mpi/NAME on NP ranks
+run() {
+    local name=$1 np=$2
+    shift 2
+    local args=("${base_args[@]}")
+    if [ "$np" -gt "$cores" ]; then
+        args+=(--oversubscribe)
+    fi
+    local t0=$SECONDS
+    timeout 150 "$mpirun" -np "$np" "${args[@]}" "$@" "$build/test/mpi/$name" >"$log" 2>&1
+    local rc=$?
+    local selected
+    selected=$(grep -c "mtl weft: selected on rank" "$log")
+    local why=""
+    if [ "$rc" -ne 0 ]; then
+        why="exit status $rc"
+        [ "$rc" -eq 124 ] && why="timed out after 150 s"
+    elif ! grep -q "^PASS $name" "$log"; then
+        why="no PASS line"
+    elif [ "$selected" -ne "$np" ]; then
+        why="the weft MTL was selected on $selected of $np ranks"
+    fi
+    if [ -n "$why" ]; then
+        echo "FAIL: $name, $np ranks $* ($why); output:"
+        tail -n 40 "$log" | sed 's/^/    /'
+        failed=$((failed + 1))
+        return 1
+    fi
+    echo "ok:   $name, $np ranks $* ($((SECONDS - t0)) s): $(grep "^PASS" "$log")"
+    passed=$((passed + 1))
+    return 0
+}
+
+echo "mpirun: $mpirun; component: $so"
+for np in 2 4; do
+    run mpi_p2p "$np"
+    run mpi_many "$np"
+    run mpi_coll "$np"
+    run mpi_thread "$np"
+done
+
+# A tiny weft send queue: weft refuses sends with -WEFT_EAGAIN all the time, and
+# the MTL's deferred queue must keep order and never block a nonblocking call.
+if run mpi_many 2 -x WEFT_TX_SIZE=8; then
+    if ! grep -q "operations waited in the deferred queue" "$log" ||
+        ! grep "operations waited in the deferred queue" "$log" | grep -qv ": 0 operations"; then
+        echo "FAIL: mpi_many with WEFT_TX_SIZE=8 never used the deferred queue"
+        failed=$((failed + 1))
+    fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
