@@ -106,9 +106,11 @@ tag_engine::~tag_engine()
     // Queued sends first; then rendezvous sends that wait for their receiver
     // (their rts went out, so they are in no queue).
     auto drain = [&](peer_state *p) {
-        while (send_request *r = p->pending_head) {
-            p->pending_head = r->next;
-            free_send(r);
+        for (send_request **q : {&p->pending_head, &p->sol_head}) {
+            while (send_request *r = *q) {
+                *q = r->next;
+                free_send(r);
+            }
         }
     };
     for (auto &p : peers_) {
@@ -233,16 +235,18 @@ bool tag_engine::attach_credits(peer_state *p)
     return true;
 }
 
-bool tag_engine::credit_take(peer_state *p, std::uint32_t &returned)
+bool tag_engine::credit_take(peer_state *p, unsigned am, std::uint32_t &returned)
 {
     returned = 0;
     if (!params_.credits) [[unlikely]] {
         return true;
     }
-    if (p->cr.try_consume(1) == credit_verdict::blocked) [[unlikely]] {
-        return false;
+    if (metered(am)) [[likely]] {
+        if (p->cr.try_consume(1) == credit_verdict::blocked) [[unlikely]] {
+            return false;
+        }
     }
-    returned = p->cr.take_returnable();
+    returned = p->cr.take_returnable();  // unmetered messages carry credits back too
     return true;
 }
 
@@ -250,7 +254,7 @@ status tag_engine::tx_short(peer_state *p, am_id am, const void *hdr, std::size_
                             const void *payload, std::size_t len)
 {
     std::uint32_t n;
-    if (!credit_take(p, n)) [[unlikely]] {
+    if (!credit_take(p, unsigned(am), n)) [[unlikely]] {
         return status::busy;  // no credit: the caller queues the message
     }
     status st;
@@ -271,7 +275,9 @@ status tag_engine::tx_short(peer_state *p, am_id am, const void *hdr, std::size_
         }
     }
     if (st != status::ok && params_.credits) {
-        p->cr.refund(1);
+        if (metered(unsigned(am))) {
+            p->cr.refund(1);
+        }
         p->cr.restore_returnable(n);
     }
     return st;
@@ -282,7 +288,7 @@ status tag_engine::tx_bcopy(peer_state *p, am_id am, const void *hdr, std::size_
                             std::size_t len)
 {
     std::uint32_t n;
-    if (!credit_take(p, n)) [[unlikely]] {
+    if (!credit_take(p, unsigned(am), n)) [[unlikely]] {
         return status::busy;
     }
     status st;
@@ -298,7 +304,9 @@ status tag_engine::tx_bcopy(peer_state *p, am_id am, const void *hdr, std::size_
                                    sizeof(cp) + hlen, iov, iovcnt, offset, len);
     }
     if (st != status::ok && params_.credits) {
-        p->cr.refund(1);
+        if (metered(unsigned(am))) {
+            p->cr.refund(1);
+        }
         p->cr.restore_returnable(n);
     }
     return st;
@@ -509,12 +517,15 @@ send_request *tag_engine::new_request(peer_state *p, send_kind kind)
 
 void tag_engine::enqueue(peer_state *p, send_request *r)
 {
-    if (p->pending_tail != nullptr) {
-        p->pending_tail->next = r;
+    const bool solicited = r->kind == send_kind::control || r->kind == send_kind::rndv_data;
+    send_request *&head = solicited ? p->sol_head : p->pending_head;
+    send_request *&tail = solicited ? p->sol_tail : p->pending_tail;
+    if (tail != nullptr) {
+        tail->next = r;
     } else {
-        p->pending_head = r;
+        head = r;
     }
-    p->pending_tail = r;
+    tail = r;
     r->next = nullptr;
     ++pending_sends_;
     if (!p->in_pending_list) {
@@ -574,7 +585,9 @@ int tag_engine::send_rndv(peer_state *p, const send_args &a)
 
 void tag_engine::send_control(peer_state *p, am_id am, const void *hdr, std::size_t len)
 {
-    if (p->pending_head == nullptr) {
+    // Inside a push (a synchronous transport answering during a send) the reply
+    // could complete the very request being pushed: queue it for the next round.
+    if (p->sol_head == nullptr && !pushing_) {
         const status st = tx_short(p, am, hdr, len, nullptr, 0);
         if (st == status::ok) {
             return;
@@ -759,14 +772,23 @@ void tag_engine::push_peer(peer_state *p)
 
 void tag_engine::push_queue(peer_state *p)
 {
-    while (send_request *r = p->pending_head) {
+    // Solicited traffic first: it never waits for credits, and a message the
+    // receiver is waiting for must not queue behind messages it cannot take yet.
+    if (push_list(p, p->sol_head, p->sol_tail)) {
+        (void)push_list(p, p->pending_head, p->pending_tail);
+    }
+}
+
+bool tag_engine::push_list(peer_state *p, send_request *&head, send_request *&tail)
+{
+    while (send_request *r = head) {
         const status st = push(p, r);
         if (st == status::again || st == status::busy) {  // queue full, or no credit yet
-            return;
+            return false;
         }
-        p->pending_head = r->next;
-        if (p->pending_head == nullptr) {
-            p->pending_tail = nullptr;
+        head = r->next;
+        if (head == nullptr) {
+            tail = nullptr;
         }
         --pending_sends_;
         if (st != status::ok) {
@@ -774,7 +796,7 @@ void tag_engine::push_queue(peer_state *p)
             if (p->index != unknown_source) {
                 mark_failed(p->index);
             }
-            return;
+            return false;
         }
         switch (r->kind) {
             case send_kind::rndv_rts:
@@ -789,6 +811,7 @@ void tag_engine::push_queue(peer_state *p)
                 break;
         }
     }
+    return true;
 }
 
 void tag_engine::progress_pending()
@@ -796,7 +819,7 @@ void tag_engine::progress_pending()
     peer_state **pp = &pending_peers_;
     while (peer_state *p = *pp) {
         push_peer(p);
-        if (p->pending_head == nullptr) {
+        if (p->pending_head == nullptr && p->sol_head == nullptr) {
             *pp = p->next_pending;
             p->in_pending_list = false;
         } else {
@@ -1025,6 +1048,7 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
         e->drop(c->index, src, "no flow-control state for the sender");
         return;
     }
+    const bool counted = metered(am);
     if (am == unsigned(am_id::credit_update)) {
         // Uses one receive credit, released at once, and returns `returned`.
         if (p->cr.on_explicit_update(returned, e->pool_) != status::ok) [[unlikely]] {
@@ -1037,7 +1061,7 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
         }
         return;
     }
-    if (p->cr.on_message_received(1, e->pool_) != status::ok) [[unlikely]] {
+    if (counted && p->cr.on_message_received(1, e->pool_) != status::ok) [[unlikely]] {
         WEFT_LOG(proto, error,
                  "sender %u of transport %u overran its receive credits: message dropped", src,
                  c->index);
@@ -1059,7 +1083,7 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
     e->rx_peer_ = p;
     e->rx_held_ = false;
     e->dispatch(c->index, src, am, bytes, len);
-    if (!e->rx_held_) [[likely]] {
+    if (counted && !e->rx_held_) [[likely]] {
         e->release(p, 1);  // the data went where it belongs (or was dropped)
     }
     e->rx_peer_ = outer_peer;
@@ -1576,12 +1600,15 @@ void tag_engine::mark_failed(std::uint32_t index)
     if (index < peers_.size() && peers_[index] != nullptr) {
         peer_state *p = peers_[index].get();
         p->failed = true;
-        while (send_request *r = p->pending_head) {
-            p->pending_head = r->next;
-            --pending_sends_;
-            fail_send(r, WEFT_EHOSTUNREACH);
+        for (send_request **q : {&p->sol_head, &p->pending_head}) {
+            while (send_request *r = *q) {
+                *q = r->next;
+                --pending_sends_;
+                fail_send(r, WEFT_EHOSTUNREACH);
+            }
         }
         p->pending_tail = nullptr;
+        p->sol_tail = nullptr;
         // Rendezvous sends whose header went out: the receiver will never read them.
         std::vector<send_request *> waiting;
         rndv_sends_.for_each([&](std::uint64_t, send_request *r) {

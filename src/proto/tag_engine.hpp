@@ -155,6 +155,8 @@ struct peer_state {
     std::uint32_t next_msg_id = 0;
     send_request *pending_head = nullptr;
     send_request *pending_tail = nullptr;
+    send_request *sol_head = nullptr;  ///< solicited (control, rendezvous data): pushed first
+    send_request *sol_tail = nullptr;
     peer_state *next_pending = nullptr;  ///< in the engine's list of peers with pending sends
     bool in_pending_list = false;
     bool failed = false;
@@ -321,7 +323,7 @@ class tag_engine {
     [[nodiscard]] status tx_bcopy(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
                                   const iovec *iov, std::size_t iovcnt, std::size_t offset,
                                   std::size_t len);
-    [[nodiscard]] bool credit_take(peer_state *p, std::uint32_t &returned);
+    [[nodiscard]] bool credit_take(peer_state *p, unsigned am, std::uint32_t &returned);
     /// A one-credit message to `p` would go now (the last credit only with a return).
     [[nodiscard]] static bool can_send(const peer_state *p) noexcept
     {
@@ -342,6 +344,7 @@ class tag_engine {
     void free_send(send_request *r);
     void push_peer(peer_state *p);
     void push_queue(peer_state *p);
+    bool push_list(peer_state *p, send_request *&head, send_request *&tail);
     void progress_pending();
     void mark_failed(std::uint32_t index);
     void complete_send(void *context, std::uint64_t flags, std::uint64_t tag);

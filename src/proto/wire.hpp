@@ -25,6 +25,17 @@ enum class am_id : std::uint8_t {
 };
 inline constexpr unsigned am_id_count = 10;
 
+/// Whether a message spends a receive credit (docs/credits.md). Only messages the
+/// receiver may have to keep (unexpected data, rendezvous headers) are metered.
+/// Rendezvous replies and data are solicited: a cts is sent only for a posted
+/// receive whose buffer takes the data, and fin/cts are consumed on arrival. If
+/// they spent credits, data for an earlier matched message could wait for credits
+/// that later, unexpected messages hold: a deadlock no credit rule can break.
+[[nodiscard]] constexpr bool metered(unsigned am) noexcept
+{
+    return am >= unsigned(am_id::eager) && am <= unsigned(am_id::rndv_rts);
+}
+
 /// Set in the transport's active-message id when a credit_prefix precedes the
 /// message's own header: the message returns credits to its receiver.
 inline constexpr unsigned am_credit_flag = 0x10;

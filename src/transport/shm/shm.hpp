@@ -22,6 +22,7 @@ struct config {
     std::uint64_t rx_batch;             ///< RX_BATCH: most messages handled per progress call
     bool cleanup_stale;        ///< CLEANUP_STALE: unlink segments of dead processes on open
     base::config_ternary cma;  ///< CMA: read peers' buffers with process_vm_readv (rendezvous)
+    std::size_t cma_min;       ///< CMA_MIN: smallest message read with CMA
 };
 
 /// The "SHM" table; registered by the core, loaded with base::config_load().

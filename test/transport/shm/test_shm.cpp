@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <string>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -325,7 +326,8 @@ TEST(shm, send_to_self)
 
 TEST(shm, get_zcopy_reads_the_exposed_buffer)
 {
-    const shm::config cfg = test_config();
+    shm::config cfg = test_config();
+    cfg.cma_min = 0;  // expose every size to cross-memory attach
     auto a = open_ep(1, cfg);
     auto b = open_ep(2, cfg);
     ASSERT_TRUE(a && b);
@@ -335,6 +337,15 @@ TEST(shm, get_zcopy_reads_the_exposed_buffer)
     std::vector<std::uint8_t> src(100000);
     for (std::size_t i = 0; i < src.size(); ++i) {
         src[i] = pattern(3, 1, i);
+    }
+    {
+        // Below CMA_MIN the transport declines: the receiver will use the copy path.
+        shm::config big = cfg;
+        big.cma_min = src.size() + 1;
+        auto small = open_ep(3, big);
+        ASSERT_TRUE(small);
+        weft::transport::remote_buffer none{};
+        EXPECT_EQ(small->tl->expose(src.data(), src.size(), none), status::not_supported);
     }
     weft::transport::remote_buffer rb{};
     ASSERT_EQ(a->tl->expose(src.data(), src.size(), rb), status::ok);
@@ -1107,3 +1118,90 @@ TEST(shm, open_rejects_bad_config)
 }
 
 }  // namespace
+
+// Where the kernel refuses cross-memory attach (here: a sender that is not
+// dumpable, read by an unprivileged process of the same user), get_zcopy says
+// not_supported, so the protocol falls back to the copy through the queue; the
+// refusal is detected once and logged once. (A process that changed its uid is
+// not dumpable either; WEFT_TEST_CMA_AS_ROOT=1 keeps the reader root, where the
+// read is allowed, and must make this test fail.)
+TEST(shm, cma_refused_falls_back_and_is_logged_once)
+{
+    if (geteuid() != 0) {
+        GTEST_SKIP() << "needs root to run the two processes as an unprivileged user";
+    }
+    constexpr uid_t nobody = 65534;
+    shm::config cfg = test_config();
+    cfg.cma = weft::base::config_ternary::automatic;
+    cfg.cma_min = 0;
+    channel to_sender;    // receiver's address
+    channel to_receiver;  // (unused direction kept for symmetry of the helper)
+    std::vector<std::uint8_t> data(65536);
+    for (std::size_t i = 0; i < data.size(); ++i) {
+        data[i] = pattern(5, 2, i);
+    }
+    const pid_t receiver = fork();
+    ASSERT_GE(receiver, 0);
+    if (receiver == 0) {
+        if (std::getenv("WEFT_TEST_CMA_AS_ROOT") == nullptr &&
+            (setgid(nobody) != 0 || setuid(nobody) != 0)) {
+            _exit(10);
+        }
+        auto r = open_ep(21, cfg);
+        if (!r) {
+            _exit(11);
+        }
+        if (!channel::put(to_sender.to_child[1], r->addr)) {
+            _exit(12);
+        }
+        if (!progress_until(
+                {r.get()}, [&] { return r->rx.size() == 1; }, 10000)) {
+            _exit(13);
+        }
+        weft::transport::remote_buffer rb{};
+        std::memcpy(&rb, r->rx[0].bytes.data(), sizeof(rb));
+        std::vector<std::uint8_t> out(data.size());
+        const struct iovec iov {
+            out.data(), out.size()
+        };
+        const auto before = weft::base::log_get_counts();
+        const status s1 = r->ops_get_zcopy(r->rx[0].src, &iov, 1, rb, out.size());
+        const status s2 = r->ops_get_zcopy(r->rx[0].src, &iov, 1, rb, out.size());
+        const auto after = weft::base::log_get_counts();
+        (void)channel::put(to_receiver.to_parent[1], 'd');
+        if (s1 != status::not_supported || s2 != status::not_supported) {
+            _exit(14);
+        }
+        _exit(after.warnings - before.warnings == 1 ? 0 : 15);
+    }
+    const pid_t sender = fork();
+    ASSERT_GE(sender, 0);
+    if (sender == 0) {
+        if (setgid(nobody) != 0 || setuid(nobody) != 0 || prctl(PR_SET_DUMPABLE, 0) != 0) {
+            _exit(20);
+        }
+        auto s = open_ep(22, cfg);
+        wire_address to{};
+        if (!s || !channel::get(to_sender.to_child[0], to)) {
+            _exit(21);
+        }
+        weft::transport::remote_buffer rb{};
+        conn_id c = invalid_id;
+        if (s->tl->expose(data.data(), data.size(), rb) != status::ok ||
+            s->tl->connect(to, c) != status::ok ||
+            send_short(*s, c, 1, &rb, sizeof(rb), nullptr, 0) != status::ok) {
+            _exit(22);
+        }
+        char done = 0;
+        (void)channel::get(to_receiver.to_parent[0], done);  // keep our memory alive
+        _exit(0);
+    }
+    int st_r = 0;
+    int st_s = 0;
+    ASSERT_EQ(waitpid(receiver, &st_r, 0), receiver);
+    ASSERT_EQ(waitpid(sender, &st_s, 0), sender);
+    EXPECT_TRUE(WIFEXITED(st_s) && WEXITSTATUS(st_s) == 0) << "sender status " << st_s;
+    EXPECT_TRUE(WIFEXITED(st_r) && WEXITSTATUS(st_r) == 0)
+        << "receiver exit " << (WIFEXITED(st_r) ? WEXITSTATUS(st_r) : -st_r)
+        << " (14: CMA was not refused, 15: not logged exactly once)";
+}
