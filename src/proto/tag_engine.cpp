@@ -78,6 +78,7 @@ tag_engine::tag_engine(const engine_params &p, const address_book &av)
             WEFT_LOG(proto, error, "credit configuration rejected (%s): flow control is off", why);
             params_.credits = false;
         }
+        piggyback_min_ = std::max<std::uint32_t>(1, pool_.threshold() / 4);
     }
 }
 
@@ -241,12 +242,21 @@ bool tag_engine::credit_take(peer_state *p, unsigned am, std::uint32_t &returned
     if (!params_.credits) [[unlikely]] {
         return true;
     }
+    bool must_carry = false;
     if (metered(am)) [[likely]] {
-        if (p->cr.try_consume(1) == credit_verdict::blocked) [[unlikely]] {
+        const credit_verdict v = p->cr.try_consume(1);
+        if (v == credit_verdict::blocked) [[unlikely]] {
             return false;
         }
+        must_carry = v == credit_verdict::ok_must_carry;
     }
-    returned = p->cr.take_returnable();  // unmetered messages carry credits back too
+    // Piggyback in batches: a prefix on every message of a ping-pong would cost
+    // more than the credits it returns. Safe, because the batch is at most the
+    // threshold: a peer that waits for credits gets an explicit update anyway,
+    // and the last credit always carries (docs/credits.md).
+    if (must_carry || p->cr.returnable() >= piggyback_min_) {
+        returned = p->cr.take_returnable();
+    }
     return true;
 }
 

@@ -417,6 +417,7 @@ class tag_engine {
     bool pushing_ = false;  ///< inside push_peer (see there)
     bool closing_ = false;  ///< in the destructor: no more wire traffic
     credit_pool pool_;
+    std::uint32_t piggyback_min_ = 1;        ///< returnable credits worth a prefix (threshold / 4)
     std::vector<peer_state *> updates_due_;  ///< explicit updates the transport refused
     peer_state *rx_peer_ = nullptr;          ///< credit peer of the message being handled
     bool rx_held_ = false;                   ///< the handler kept the message's data
