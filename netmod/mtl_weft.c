@@ -21,6 +21,7 @@
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
 #include "opal/datatype/opal_convertor.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
 /** CQ entries read per weft_cq_read (each read drives weft progress once). */
@@ -321,6 +322,14 @@ static void mtl_weft_fail_deferred(mtl_weft_request_t *req, int rc)
     req->super.completion_callback(&req->super);
 }
 
+/** mtl_weft_send_start(): the message is out and nothing is left to complete. */
+#define MTL_WEFT_SENT 1
+
+/**
+ * Start a send. Fast path: a message that is not synchronous, fits weft_tinject
+ * and has no deferred operation ahead of it goes out at once, without touching
+ * the request (returns MTL_WEFT_SENT). Otherwise the request carries it.
+ */
 static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator_t *comm, int dest,
                                int tag, struct opal_convertor_t *convertor,
                                mca_pml_base_send_mode_t mode)
@@ -346,6 +355,25 @@ static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator
         }
         return OMPI_ERR_NOT_SUPPORTED;
     }
+    const uint64_t wtag = mtl_weft_tag(comm->c_contextid, comm->c_my_rank, tag);
+    if (OPAL_LIKELY(MCA_PML_BASE_SEND_SYNCHRONOUS != mode && length <= mtl_weft.inject_size &&
+                    !mtl_weft_have_deferred())) {
+        ssize_t wrc = weft_tinject(mtl_weft.ep, start, length, peer, wtag);
+        if (OPAL_LIKELY(0 == wrc)) {
+            if (OPAL_UNLIKELY(free_after)) {
+                free(start);
+            }
+            return MTL_WEFT_SENT;
+        }
+        if (-WEFT_EAGAIN != wrc) {
+            mtl_weft_log_call("weft_tinject", wrc);
+            if (free_after) {
+                free(start);
+            }
+            return mtl_weft_ompi_error(wrc);
+        }
+        /* -WEFT_EAGAIN: the request carries it through the deferred queue. */
+    }
 
     req->kind = MTL_WEFT_REQ_SEND;
     req->op.done = mtl_weft_send_done;
@@ -357,7 +385,7 @@ static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator
     req->buf = start;
     req->length = length;
     req->peer = peer;
-    req->wtag = mtl_weft_tag(comm->c_contextid, comm->c_my_rank, tag);
+    req->wtag = wtag;
     req->post = mtl_weft_post_send;
     if (OPAL_UNLIKELY(MCA_PML_BASE_SEND_SYNCHRONOUS == mode)) {
         req->wtag |= MTL_WEFT_SYNC_BIT;
@@ -395,11 +423,15 @@ int mtl_weft_send(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t 
     req.super.ompi_req = NULL;
     req.super.completion_callback = NULL;
     int rc = mtl_weft_send_start(&req, comm, dest, tag, convertor, mode);
+    if (OPAL_LIKELY(MTL_WEFT_SENT == rc)) {
+        return OMPI_SUCCESS;
+    }
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
+    /* opal_progress, not ours alone: it yields the core when oversubscribed. */
     while (!mtl_weft_is_complete(&req)) {
-        mtl_weft_progress();
+        opal_progress();
     }
     return req.error;
 }
@@ -412,7 +444,15 @@ int mtl_weft_isend(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t
     (void)blocking;
     mtl_weft_request_t *req = (mtl_weft_request_t *)mtl_request;
     req->blocking = false;
-    return mtl_weft_send_start(req, comm, dest, tag, convertor, mode);
+    int rc = mtl_weft_send_start(req, comm, dest, tag, convertor, mode);
+    if (OPAL_LIKELY(MTL_WEFT_SENT == rc)) {
+        req->kind = MTL_WEFT_REQ_SEND;
+        req->complete = true;
+        req->super.ompi_req->req_status.MPI_ERROR = OMPI_SUCCESS;
+        req->super.completion_callback(&req->super);
+        return OMPI_SUCCESS;
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------ receives */
@@ -556,7 +596,16 @@ int mtl_weft_irecv(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t
     req->comm = comm;
     mtl_weft_recv_bits(comm->c_contextid, src, tag, &req->wtag, &req->ignore);
     req->post = mtl_weft_post_recv;
-    rc = mtl_weft_start(req);
+    rc = -WEFT_EAGAIN;
+    if (OPAL_LIKELY(!mtl_weft_have_deferred())) {
+        rc = mtl_weft_post_recv(req); /* direct: the common case */
+        if (OPAL_LIKELY(0 == rc)) {
+            return OMPI_SUCCESS;
+        }
+    }
+    if (-WEFT_EAGAIN == rc) {
+        rc = mtl_weft_start(req);
+    }
     if (OPAL_UNLIKELY(0 != rc)) {
         mtl_weft_log_call("weft_trecv", rc);
         if (NULL != req->bounce) {
