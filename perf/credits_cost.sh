@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cost of credit-based flow control: weft_perf's weft backend with credits on
 # (WEFT_CREDITS=y, the default) and off, interleaved (on, off, on, off, ...),
-# ROUNDS rounds (default 10), each a short weft_perf run; prints the minimum and
+# ROUNDS rounds (default 10), each a weft_perf run of 3 reps of ITERS (20000) iterations; prints the minimum and
 # median of each mode's per-round median and the ratio off/on - 1 as the cost.
 # Usage: perf/credits_cost.sh [WEFT_PERF] [ROUNDS]
 set -euo pipefail
@@ -13,7 +13,7 @@ mpirun=(mpirun -np 2 --bind-to core)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 run() {  # mode bench size -> appends the weft median to $tmp/<bench>-<size>-<mode>
-    WEFT_CREDITS=$1 "${mpirun[@]}" -x WEFT_CREDITS "$perf" -B weft -b "$2" -s "$3" -r 1 \
+    WEFT_CREDITS=$1 "${mpirun[@]}" -x WEFT_CREDITS "$perf" -B weft -b "$2" -s "$3" -r 3 -i "${ITERS:-20000}" \
         --no-verify 2>/dev/null | awk -v f="$tmp/$2-$3-$1" '/^ +[0-9]/ { print $3 >> f }'
 }
 cases=("lat 8" "rate 8" "bw 64k" "bw 1m")
