@@ -58,6 +58,29 @@ std::string caps_string(std::uint64_t caps)
     return s;
 }
 
+int print_config_markdown()
+{
+    (void)weft::core::global_config();
+    for (const weft::base::config_table *t : weft::base::config_tables()) {
+        std::printf("### %s\n\n| Variable | Type | Default | Description |\n|---|---|---|---|\n",
+                    t->component_doc);
+        for (std::size_t i = 0; i < t->nfields; ++i) {
+            const auto &f = t->fields[i];
+            const std::string name = std::string("WEFT_") +
+                                     (t->prefix[0] != '\0' ? std::string(t->prefix) + "_" : "") +
+                                     f.name;
+            std::string type = type_name(f.type);
+            if (f.choices != nullptr) {
+                type += " (" + std::string(f.choices) + ")";
+            }
+            std::printf("| `%s` | %s | `%s` | %s |\n", name.c_str(), type.c_str(), f.default_value,
+                        f.doc);
+        }
+        std::printf("\n");
+    }
+    return 0;
+}
+
 int print_config()
 {
     (void)weft::core::global_config();  // registers every component's table
@@ -86,6 +109,7 @@ void usage(const char *prog)
         "usage: %s [-c] [-t TRANSPORT]\n"
         "  list weft transports with their capabilities and limits\n"
         "  -c            print every configuration variable (type, default, value, doc)\n"
+        "  -m            the same as Markdown tables (docs/configuration.md)\n"
         "  -t TRANSPORT  only this transport (auto, shm, self)\n",
         prog);
 }
@@ -96,10 +120,12 @@ int main(int argc, char **argv)
 {
     const char *transport = nullptr;
     int opt;
-    while ((opt = getopt(argc, argv, "ct:h")) != -1) {
+    while ((opt = getopt(argc, argv, "cmt:h")) != -1) {
         switch (opt) {
             case 'c':
                 return print_config();
+            case 'm':
+                return print_config_markdown();
             case 't':
                 transport = optarg;
                 break;
