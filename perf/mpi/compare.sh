@@ -69,7 +69,9 @@ done
 case "$reps" in ''|*[!0-9]*) die "--reps needs a number" ;; esac
 [ "$reps" -ge 10 ] || die "--reps must be at least 10 (min and median over fewer are noise)"
 case "$np" in ''|*[!0-9]*) die "--np needs a number" ;; esac
-[ "$np" -ge 2 ] && [ $((np % 2)) -eq 0 ] || die "--np must be even and at least 2"
+if [ "$np" -lt 2 ] || [ $((np % 2)) -ne 0 ]; then
+    die "--np must be even and at least 2"
+fi
 IFS=',' read -r -a bench_list <<<"$benches"
 IFS=',' read -r -a backend_list <<<"$backends"
 for b in "${bench_list[@]}"; do
@@ -94,8 +96,10 @@ if [ -z "$bench_bin" ]; then
         fi
     done
 fi
-[ -n "$bench_bin" ] && [ -x "$bench_bin" ] || die "mpi_bench not found: build it (make \
-perf/mpi/mpi_bench in the build directory) and run from there, or pass --bench-bin"
+if [ -z "$bench_bin" ] || [ ! -x "$bench_bin" ]; then
+    die "mpi_bench not found: build it (make perf/mpi/mpi_bench in the build directory) and \
+run from there, or pass --bench-bin"
+fi
 bench_bin=$(cd "$(dirname "$bench_bin")" && pwd)/$(basename "$bench_bin")
 mtl_dir=${WEFT_MTL_DIR:-$(dirname "$bench_bin")/../../.libs}
 if [[ " ${backend_list[*]} " == *" weft "* ]]; then
