@@ -178,11 +178,13 @@ typedef struct mtl_weft_module {
     weft_cq_t *cq;
     weft_av_t *av;
     weft_ep_t *ep;
-    size_t addr_len;                   /**< bytes of a weft endpoint address (the modex payload) */
-    size_t inject_size;                /**< sends up to this size use weft_tinject */
-    size_t max_msg_size;               /**< largest message weft carries */
-    bool thread_multiple;              /**< MPI_THREAD_MULTIPLE: weft is WEFT_THREAD_SAFE */
-    opal_mutex_t lock;                 /**< deferred queue and lazy address insertion */
+    size_t addr_len;      /**< bytes of a weft endpoint address (the modex payload) */
+    size_t inject_size;   /**< sends up to this size use weft_tinject */
+    size_t max_msg_size;  /**< largest message weft carries */
+    bool thread_multiple; /**< MPI_THREAD_MULTIPLE: weft is WEFT_THREAD_SAFE */
+    /** Deferred queue and lazy address insertion. Recursive: a completion callback
+     * run while the queue is being drained may start a new operation. */
+    opal_recursive_mutex_t lock;
     mtl_weft_request_t *deferred_head; /**< operations weft refused with -WEFT_EAGAIN, in order */
     mtl_weft_request_t *deferred_tail;
     unsigned long deferred_count; /**< operations that went through the deferred queue */

@@ -249,7 +249,7 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
         goto fail_quiet;
     }
 
-    OBJ_CONSTRUCT(&mtl_weft.lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&mtl_weft.lock, opal_recursive_mutex_t);
     mtl_weft.deferred_head = NULL;
     mtl_weft.deferred_tail = NULL;
     orc = opal_progress_register(mtl_weft_progress);
