@@ -15,8 +15,8 @@ build=${WEFT_BUILD_DIR:-${top_builddir:-.}}
 so="$build/.libs/mca_mtl_weft.so"
 mpirun=${MPIRUN:-$(command -v mpirun || true)}
 
-if [ -z "$mpirun" ]; then
-    echo "SKIP: mpirun not found (install openmpi-bin)"
+if [ -z "$mpirun" ] || ! command -v "$mpirun" >/dev/null 2>&1; then
+    echo "SKIP: mpirun not found (${mpirun:-not on PATH}; install openmpi-bin)"
     exit 77
 fi
 if [ ! -f "$so" ]; then
