@@ -109,11 +109,6 @@ int mtl_weft_peer_addr(struct ompi_communicator_t *comm, int rank, weft_addr_t *
 
 /* ------------------------------------------------------------------ deferred operations */
 
-/**
- * Post @p req now, or queue it behind operations that weft refused earlier (so
- * the posting order, which MPI's matching order depends on, is kept).
- * @return 0 (posted, completed or queued) or a negative weft code (hard error).
- */
 static inline bool mtl_weft_have_deferred(void)
 {
     /* Unlocked peek: a thread sees its own queued operations; operations of
@@ -121,6 +116,11 @@ static inline bool mtl_weft_have_deferred(void)
     return NULL != __atomic_load_n(&mtl_weft.deferred_head, __ATOMIC_RELAXED);
 }
 
+/**
+ * Post @p req now, or queue it behind operations that weft refused earlier (so
+ * the posting order, which MPI's matching order depends on, is kept).
+ * @return 0 (posted, completed or queued) or a negative weft code (hard error).
+ */
 static int mtl_weft_start(mtl_weft_request_t *req)
 {
     if (OPAL_LIKELY(!mtl_weft_have_deferred())) {
@@ -148,14 +148,23 @@ void mtl_weft_flush_deferred(void)
 {
     OPAL_THREAD_LOCK(&mtl_weft.lock);
     while (NULL != mtl_weft.deferred_head) {
+        /* Unlink before posting: a post that completes the request runs its
+         * completion callback, after which pml cm may reuse the request (even
+         * for an operation that this callback starts and queues). */
         mtl_weft_request_t *req = mtl_weft.deferred_head;
-        int rc = req->post(req);
-        if (-WEFT_EAGAIN == rc) {
-            break;
-        }
         mtl_weft.deferred_head = req->next;
         if (NULL == mtl_weft.deferred_head) {
             mtl_weft.deferred_tail = NULL;
+        }
+        int rc = req->post(req);
+        if (-WEFT_EAGAIN == rc) {
+            /* Nothing happened (no callback ran): back at the head, in order. */
+            req->next = mtl_weft.deferred_head;
+            mtl_weft.deferred_head = req;
+            if (NULL == mtl_weft.deferred_tail) {
+                mtl_weft.deferred_tail = req;
+            }
+            break;
         }
         if (0 != rc) {
             mtl_weft_fail_deferred(req, rc);
