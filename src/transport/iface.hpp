@@ -13,7 +13,8 @@
 //             queue cell itself, verbs: inline WQE). Completes on return.
 //   bcopy  -- copied through a transport bounce buffer, up to max_bcopy bytes.
 //             Completes on return (the user buffer is free again).
-//   zcopy  -- registered user buffer, completes later (verbs, shm CMA: later issues).
+//   zcopy  -- user buffer read in place by the peer (shm: cross-memory attach,
+//             done on return; verbs: registered memory and RDMA read, completes later).
 //
 // Data path calls go through a plain table of function pointers (`ops`) filled
 // once when the endpoint is enabled; control path calls are virtual.
@@ -53,13 +54,44 @@ struct wire_address {
     std::uint64_t node_id;                ///< identifies the host (hash of boot id and hostname)
     std::uint32_t pid;                    ///< process id
     std::uint32_t ep_id;                  ///< endpoint number within the process
-    std::uint8_t transport_specific[40];  ///< tcp/verbs parts (later issues); zero now
+    std::uint8_t transport_specific[40];  ///< per-transport parts (address_layout)
 };
 static_assert(sizeof(wire_address) == 64, "wire_address is a wire format");
 inline constexpr std::size_t wire_address_ep_bytes = 8;          ///< per-endpoint part
 inline constexpr std::size_t wire_address_node_bytes = 32;       ///< per-host part
 inline constexpr std::uint32_t wire_address_magic = 0x74666577;  // "weft" little-endian
-inline constexpr std::uint16_t wire_address_version = 1;
+inline constexpr std::uint16_t wire_address_version = 2;
+
+/// Where each transport keeps its bytes in wire_address::transport_specific.
+/// [0, 8) is the per-endpoint word (kept in every AV entry); [8, 40) the
+/// per-host part (interned once per distinct value in the AV's node table, so a
+/// thousand processes that share a device and host cost it once).
+struct address_layout {
+    static constexpr std::size_t shm_cookie = 0;        ///< 3 bytes: shm segment cookie (24 bits)
+    static constexpr std::size_t verbs_ud_qpn = 3;      ///< 3 bytes: verbs connection UD QPN
+    static constexpr std::size_t tcp_port = 6;          ///< 2 bytes: reserved for tcp
+    static constexpr std::size_t verbs_gid = 8;         ///< 16 bytes: verbs port GID
+    static constexpr std::size_t verbs_lid = 24;        ///< 2 bytes: verbs port LID (InfiniBand)
+    static constexpr std::size_t verbs_link = 26;       ///< 1 byte: verbs link layer (1 IB, 2 Ethernet)
+    static constexpr std::size_t verbs_mtu = 27;        ///< 1 byte: verbs active path MTU (ibv_mtu)
+    static constexpr std::size_t tcp_ipv4 = 28;         ///< 4 bytes: reserved for tcp
+};
+static_assert(address_layout::tcp_port + 2 <= wire_address_ep_bytes);
+static_assert(address_layout::tcp_ipv4 + 4 <= sizeof(wire_address::transport_specific));
+
+/// Little-endian 24-bit field of an address (shm cookie, verbs QPN).
+[[nodiscard]] inline std::uint32_t address_u24(const wire_address &a, std::size_t off) noexcept
+{
+    return std::uint32_t{a.transport_specific[off]} |
+           std::uint32_t{a.transport_specific[off + 1]} << 8 |
+           std::uint32_t{a.transport_specific[off + 2]} << 16;
+}
+inline void set_address_u24(wire_address &a, std::size_t off, std::uint32_t v) noexcept
+{
+    a.transport_specific[off] = static_cast<std::uint8_t>(v);
+    a.transport_specific[off + 1] = static_cast<std::uint8_t>(v >> 8);
+    a.transport_specific[off + 2] = static_cast<std::uint8_t>(v >> 16);
+}
 
 /// The transports, in order of preference for a peer that more than one reaches.
 enum class transport_kind : std::uint8_t { self = 0, shm = 1, verbs = 2, tcp = 3 };
@@ -69,6 +101,9 @@ struct attributes {
     std::size_t max_short;  ///< header + payload bytes of a short message
     std::size_t max_bcopy;  ///< header + payload bytes of one bcopy message
     std::size_t max_hdr;    ///< largest protocol header accepted with a bcopy send
+    /// Receive buffers shared by every peer (verbs: the SRQ), which credits must
+    /// not oversubscribe; 0 when each peer has its own receive resources.
+    std::size_t shared_rx = 0;
 };
 
 /// What a receiver needs to read a sender's buffer directly (rendezvous, zcopy):
@@ -89,6 +124,9 @@ struct handlers {
     /// A peer failed (died, disconnected). Reported once per peer and side:
     /// conn (send side) and/or src (receive side) may be invalid_id.
     void (*peer_failed)(void *arg, conn_id conn, src_id src, status why);
+    /// A get_zcopy that returned in_progress finished: ok, or the error (the
+    /// destination buffer holds undefined bytes then). `cookie` is the caller's.
+    void (*get_done)(void *arg, std::uint64_t cookie, status st);
     void *arg;
 };
 
@@ -109,12 +147,12 @@ struct ops {
     unsigned (*progress)(iface *tl);
     /// Read `len` bytes of sender `src`'s memory described by `rb` into `iov`
     /// (zcopy rendezvous). ok: done on return (shm, cross-memory attach);
+    /// in_progress: started (verbs RDMA read), handlers.get_done(cookie) reports
+    /// the end, from a later progress() call, never from inside this one;
     /// not_supported: this transport cannot (or may not) read the peer's memory:
     /// the caller falls back to a copy protocol; another error: the peer failed.
-    /// A transport with asynchronous reads (verbs RDMA read) will return
-    /// in_progress and report completion through a handler (later issue).
     status (*get_zcopy)(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                        const remote_buffer &rb, std::size_t len);
+                        const remote_buffer &rb, std::size_t len, std::uint64_t cookie);
 };
 
 /// One transport instance inside one weft endpoint.
@@ -144,13 +182,27 @@ class iface {
     [[nodiscard]] virtual status remote_address(src_id src, wire_address &out) const = 0;
 
     /// Make `len` bytes at `buf` readable by peers with get_zcopy and describe them
-    /// in `out`. not_supported if this transport has no zcopy reads.
+    /// in `out`. not_supported if this transport has no zcopy reads. Every ok is
+    /// paired with one unexpose(out) once no peer may read the buffer any more.
     [[nodiscard]] virtual status expose(const void *buf, std::size_t len, remote_buffer &out)
     {
         (void)buf;
         (void)len;
         (void)out;
         return status::not_supported;
+    }
+
+    /// Release what expose() set up for `rb` (verbs: the memory registration's
+    /// reference). The buffer may be freed by its owner afterwards.
+    virtual void unexpose(const remote_buffer &rb) noexcept { (void)rb; }
+
+    /// Add up to `n` receive buffers to the shared receive resources (attributes::
+    /// shared_rx), for a new peer's credits. Returns how many were added (0: at
+    /// the configured limit, or nothing is shared).
+    [[nodiscard]] virtual std::size_t grow_rx(std::size_t n)
+    {
+        (void)n;
+        return 0;
     }
 
     /// Install the upcalls; called once before the first progress.

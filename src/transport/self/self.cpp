@@ -66,9 +66,10 @@ class self_iface final : public iface {
   private:
     // The "remote" buffer is in this process: the rendezvous is one memcpy.
     static status get_zcopy_impl(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                                 const remote_buffer &rb, std::size_t len)
+                                 const remote_buffer &rb, std::size_t len, std::uint64_t cookie)
     {
         (void)tl;
+        (void)cookie;
         if (src != 0) {
             return status::invalid;
         }

@@ -92,14 +92,12 @@ std::string segment_name(std::uint32_t pid, std::uint32_t ep_id)
 
 std::uint64_t address_cookie(const wire_address &a) noexcept
 {
-    std::uint64_t c;
-    std::memcpy(&c, a.transport_specific + address_cookie_offset, sizeof(c));
-    return c;
+    return address_u24(a, address_layout::shm_cookie);
 }
 
 void set_address_cookie(wire_address &a, std::uint64_t cookie) noexcept
 {
-    std::memcpy(a.transport_specific + address_cookie_offset, &cookie, sizeof(cookie));
+    set_address_u24(a, address_layout::shm_cookie, static_cast<std::uint32_t>(cookie));
 }
 
 status create_segment(const segment_params &p, mapping &out, segment_geometry &geo)

@@ -44,9 +44,9 @@ inline constexpr std::uint32_t max_fifo_size = 1U << 20;
 inline constexpr std::uint32_t min_bcopy_size = 256;
 inline constexpr std::uint32_t max_bcopy_size = 1U << 20;
 inline constexpr std::uint32_t max_nslots = 4096;  // src ids fit the 16-bit cell field
-/// Offset of the shm part of wire_address::transport_specific: the segment cookie,
-/// 8 bytes little-endian, in the per-endpoint word that the AV keeps (iface.hpp).
-inline constexpr std::size_t address_cookie_offset = 0;
+/// The segment cookie travels in 24 bits of the per-endpoint word of the address
+/// (address_layout::shm_cookie in iface.hpp); cookies are drawn below this bound.
+inline constexpr std::uint64_t cookie_bound = 1U << 24;
 
 /// Written once by the owner before its address is published; read-only after.
 struct alignas(128) segment_info {

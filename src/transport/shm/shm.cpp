@@ -145,6 +145,7 @@ std::atomic<bool> pidfd_unsupported{false};
         // No entropy yet (early boot): time and identity still make reuse unlikely.
         c = now_us() ^ (std::uint64_t{pid} << 32) ^ (std::uint64_t{ep_id} << 16);
     }
+    c %= cookie_bound;      // it must fit the address (24 bits)
     return c == 0 ? 1 : c;  // 0 means "no cookie"
 }
 
@@ -223,7 +224,7 @@ class shm_iface final : public iface {
                              std::size_t offset, std::size_t len);
     static unsigned progress(iface *tl);
     static status get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                            const remote_buffer &rb, std::size_t len);
+                            const remote_buffer &rb, std::size_t len, std::uint64_t cookie);
 
     [[gnu::always_inline]] inline unsigned drain(cell *c);
     [[gnu::always_inline]] inline void deliver(cell *c, std::uint32_t pos);
@@ -320,7 +321,7 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
     ops_.get_zcopy = &get_zcopy;
     cma_ = cfg.cma != base::config_ternary::no;
     cma_min_ = cfg.cma_min;
-    handlers_ = {&default_am, &default_peer_failed, nullptr};
+    handlers_ = {&default_am, &default_peer_failed, nullptr, nullptr};
 
     // Our own address, until pack_address() gives us the endpoint's full one.
     my_addr_.magic = wire_address_magic;
@@ -924,8 +925,9 @@ status shm_iface::expose(const void *buf, std::size_t len, remote_buffer &out)
 }
 
 status shm_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                            const remote_buffer &rb, std::size_t len)
+                            const remote_buffer &rb, std::size_t len, std::uint64_t cookie)
 {
+    (void)cookie;  // cross-memory attach is done on return
     auto *s = static_cast<shm_iface *>(tl);
     if (!s->cma_) {
         return status::not_supported;

@@ -162,7 +162,7 @@ std::unique_ptr<side> setup(int fd, std::uint32_t ep_id)
         return nullptr;
     }
     s->t = std::move(r.value());
-    s->t->set_handlers({&on_am, &on_failed, s.get()});
+    s->t->set_handlers({&on_am, &on_failed, nullptr, s.get()});
     tl::wire_address me{};
     me.magic = tl::wire_address_magic;
     me.version = tl::wire_address_version;

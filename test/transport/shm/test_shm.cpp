@@ -84,7 +84,7 @@ struct endpoint {
     status ops_get_zcopy(src_id src, const struct iovec *iov, std::size_t n,
                          const weft::transport::remote_buffer &rb, std::size_t len)
     {
-        return tl->ops().get_zcopy(tl.get(), src, iov, n, rb, len);
+        return tl->ops().get_zcopy(tl.get(), src, iov, n, rb, len, 0);
     }
 };
 
@@ -108,7 +108,7 @@ std::unique_ptr<endpoint> open_ep(std::uint32_t ep_id, const shm::config &cfg)
         ADD_FAILURE() << "pack_address failed";
         return nullptr;
     }
-    e->tl->set_handlers({&endpoint::on_am, &endpoint::on_failed, e.get()});
+    e->tl->set_handlers({&endpoint::on_am, &endpoint::on_failed, nullptr, e.get()});
     return e;
 }
 
