@@ -198,6 +198,16 @@ class credit_pool {
     [[nodiscard]] std::uint16_t threshold() const noexcept { return threshold_; }
     [[nodiscard]] std::uint16_t grant_step() const noexcept { return grant_step_; }
 
+    /// shared_pool: `n` more buffers joined the pool (the transport grew its shared
+    /// receive queue). Only adds free credits, so every invariant still holds.
+    void add(std::uint32_t n) noexcept
+    {
+        if (mode_ == credit_mode::shared_pool) {
+            total_ += n;
+            free_ += n;
+        }
+    }
+
   private:
     friend class credit_state;
 

@@ -143,7 +143,7 @@ void tag_engine::add_transport(transport::iface *tl)
     const unsigned i = ntls_++;
     tls_[i] = tl;
     tl_ctx_[i] = {this, i};
-    tl->set_handlers({&am_handler, &peer_failed_handler, &tl_ctx_[i]});
+    tl->set_handlers({&am_handler, &peer_failed_handler, &get_done_handler, &tl_ctx_[i]});
     if (tl->kind() != transport::transport_kind::self) {
         poll_tls_[npoll_++] = tl;
     }
@@ -224,8 +224,20 @@ bool tag_engine::attach_credits(peer_state *p)
     if (p->cr.attached()) {
         return true;
     }
-    if (p->cr.attach(pool_) != status::ok) {
-        WEFT_LOG(proto, warn, "no receive credits left in the shared pool for peer %u", p->index);
+    status st = p->cr.attach(pool_);
+    if (st == status::no_memory) {
+        // Shared pool: every attached peer keeps its initial grant, so a new peer
+        // needs that many more shared receive buffers. Ask the transports.
+        for (unsigned i = 0; i < ntls_ && pool_.free() < pool_.initial(); ++i) {
+            pool_.add(static_cast<std::uint32_t>(tls_[i]->grow_rx(pool_.initial() - pool_.free())));
+        }
+        st = p->cr.attach(pool_);
+    }
+    if (st != status::ok) {
+        WEFT_LOG(proto, warn,
+                 "no receive credits left in the shared pool for peer %u (%u peers attached, "
+                 "%u buffers)",
+                 p->index, pool_.peers(), pool_.total());
         return false;
     }
     // Per-peer windows beyond the initial grant are returnable at once: tell the
@@ -395,7 +407,8 @@ void tag_engine::credits(std::uint64_t peer, bool all, weft_credits &out) const
         return;
     }
     auto add = [&](const peer_state &p) {
-        out.send += p.cr.attached() ? p.cr.sendable() : pool_.initial();
+        const std::uint32_t sendable = p.cr.attached() ? p.cr.sendable() : pool_.initial();
+        out.send += sendable > p.reserved ? sendable - p.reserved : 0;
         out.recv += p.cr.attached() ? p.cr.recv_credits() : pool_.initial();
     };
     if (all) {
@@ -521,6 +534,7 @@ send_request *tag_engine::new_request(peer_state *p, send_kind kind)
     r->rreq = 0;
     r->rb = {};
     r->zcopy = false;
+    r->reserved = 0;
     r->ctl_am = 0;
     return r;
 }
@@ -545,10 +559,39 @@ void tag_engine::enqueue(peer_state *p, send_request *r)
     }
 }
 
+std::uint32_t tag_engine::eager_cost(const peer_state *p, std::size_t hdr, std::size_t len) noexcept
+{
+    if (hdr + len <= p->max_bcopy) {
+        return 1;
+    }
+    return static_cast<std::uint32_t>(credit_cost(len, p->max_bcopy - sizeof(eager_first_hdr),
+                                                  p->max_bcopy - sizeof(eager_frag_hdr)));
+}
+
+void tag_engine::reserve(peer_state *p, send_request *r, std::uint32_t n) noexcept
+{
+    if (params_.credits) {
+        r->reserved = n;
+        p->reserved += n;
+    }
+}
+
+void tag_engine::unreserve(send_request *r, std::uint32_t n) noexcept
+{
+    n = std::min(n, r->reserved);
+    r->reserved -= n;
+    r->peer->reserved -= n;
+}
+
 void tag_engine::free_send(send_request *r)
 {
+    unreserve(r, r->reserved);
     if (r->id != 0) {
         rndv_sends_.remove(r->id);
+    }
+    if (r->zcopy) {
+        r->peer->tl->unexpose(r->rb);  // no peer reads the buffer any more
+        r->zcopy = false;
     }
     std::free(r->owned);
     send_pool_.put(r);
@@ -588,6 +631,7 @@ int tag_engine::send_rndv(peer_state *p, const send_args &a)
     // goes through the clear-to-send path.
     r->zcopy = a.iovcnt == 1 && p->tl->expose(a.iov[0].iov_base, a.len, r->rb) == status::ok;
     r->id = rndv_sends_.add(r);
+    reserve(p, r, 1);  // the rts
     enqueue(p, r);
     push_peer(p);
     return 0;
@@ -673,6 +717,8 @@ int tag_engine::queue_send(peer_state *p, const send_args &a)
     r->data = a.data;
     r->has_data = (a.flags & WEFT_REMOTE_CQ_DATA) != 0;
     r->msg_id = p->next_msg_id++;
+    reserve(p, r,
+            eager_cost(p, r->has_data ? sizeof(eager_data_hdr) : sizeof(eager_hdr), a.len));
     if ((a.flags & WEFT_INJECT) != 0) {
         // The caller may reuse its buffer on return: keep a copy.
         r->owned = static_cast<std::uint8_t *>(std::malloc(std::max<std::size_t>(a.len, 1)));
@@ -711,6 +757,9 @@ status tag_engine::push(peer_state *p, send_request *r)
                                   ? tx_short(p, am_id::rndv_rts, &h, sizeof(h), nullptr, 0)
                                   : tx_bcopy(p, am_id::rndv_rts, &h, sizeof(h), &none, 1, 0, 0);
             r->started = st == status::ok;
+            if (st == status::ok) {
+                unreserve(r, 1);
+            }
             return st;
         }
         case send_kind::rndv_data:
@@ -741,6 +790,7 @@ status tag_engine::push_eager(peer_state *p, send_request *r)
             if (st == status::ok) {
                 r->started = true;
                 r->offset = r->total;
+                unreserve(r, 1);
             }
             return st;
         }
@@ -754,6 +804,7 @@ status tag_engine::push_eager(peer_state *p, send_request *r)
         }
         r->started = true;
         r->offset = chunk;
+        unreserve(r, 1);
     }
     while (r->offset < r->total) {
         const eager_frag_hdr h{r->offset, r->msg_id, 0};
@@ -764,6 +815,7 @@ status tag_engine::push_eager(peer_state *p, send_request *r)
             return st;
         }
         r->offset += chunk;
+        unreserve(r, 1);
     }
     return status::ok;
 }
@@ -1382,29 +1434,69 @@ void tag_engine::rndv_start(recv_request *r, const rndv_info &rv)
         fail_recv(r, WEFT_EHOSTUNREACH, 0);
         return;
     }
+    r->received = 0;
+    r->rndv_tl = rv.tl;
+    r->rndv_src = rv.src;
+    r->rndv_sreq = rv.sreq;
+    r->reading = false;
+    r->rreq_id = rndv_recvs_.add(r);
     transport::iface *tl = tls_[rv.tl];
     if ((rv.flags & rts_flag_zcopy) != 0 && tl->ops().get_zcopy != nullptr) {
         const std::size_t len = std::min(r->total, r->capacity);
-        const status st = tl->ops().get_zcopy(tl, rv.src, r->iov.data(), r->iovcnt, rv.rb, len);
-        if (st == status::ok) {
-            r->received = r->total;
-            const rndv_fin_hdr f{rv.sreq, fin_done, 0};
-            send_control(reply, am_id::rndv_fin, &f, sizeof(f));
-            complete_recv(r);
+        const status st =
+            tl->ops().get_zcopy(tl, rv.src, r->iov.data(), r->iovcnt, rv.rb, len, r->rreq_id);
+        if (st == status::in_progress) {
+            r->reading = true;  // get_done finishes it (or the peer's failure)
             return;
         }
         if (st != status::not_supported) {
-            fail_recv(r, st == status::unreachable ? WEFT_EHOSTUNREACH : WEFT_EIO, 0);
+            finish_read(r, st);
             return;
         }
         // The transport cannot read this peer's memory: fall back to a copy.
     }
-    r->received = 0;
-    r->rndv_tl = rv.tl;
-    r->rndv_src = rv.src;
-    r->rreq_id = rndv_recvs_.add(r);
     const rndv_cts_hdr c{rv.sreq, r->rreq_id};
     send_control(reply, am_id::rndv_cts, &c, sizeof(c));
+}
+
+void tag_engine::finish_read(recv_request *r, status st)
+{
+    rndv_recvs_.remove(r->rreq_id);
+    peer_state *reply = reply_peer(r->rndv_tl, r->rndv_src);
+    if (st == status::ok) {
+        r->received = r->total;
+        if (reply != nullptr && !reply->failed) {
+            const rndv_fin_hdr f{r->rndv_sreq, fin_done, 0};
+            send_control(reply, am_id::rndv_fin, &f, sizeof(f));
+        }
+        complete_recv(r);
+        return;
+    }
+    // The read failed but the connection may still work (a bad key, say): tell the
+    // sender, whose send would otherwise wait for a fin forever.
+    if (reply != nullptr && !reply->failed && st != status::unreachable) {
+        const rndv_fin_hdr f{r->rndv_sreq, fin_failed, 0};
+        send_control(reply, am_id::rndv_fin, &f, sizeof(f));
+    }
+    WEFT_LOG(proto, debug, "rendezvous read of %zu bytes failed: %s", r->total,
+             base::status_string(st));
+    fail_recv(r,
+              st == status::unreachable ? WEFT_EHOSTUNREACH
+              : st == status::access    ? WEFT_EACCES
+                                        : WEFT_EIO,
+              0);
+}
+
+void tag_engine::get_done_handler(void *arg, std::uint64_t cookie, status st)
+{
+    auto *c = static_cast<tl_ctx *>(arg);
+    tag_engine *e = c->engine;
+    recv_request *r = e->rndv_recvs_.find(cookie);
+    if (r == nullptr || !r->reading || r->rndv_tl != c->index) [[unlikely]] {
+        return;  // failed already with its peer
+    }
+    r->reading = false;
+    e->finish_read(r, st);
 }
 
 void tag_engine::on_fin(const rndv_fin_hdr &h)
@@ -1413,6 +1505,11 @@ void tag_engine::on_fin(const rndv_fin_hdr &h)
     if (r == nullptr || r->kind != send_kind::rndv_rts || !r->started) [[unlikely]] {
         WEFT_LOG(proto, warn, "rendezvous fin for an unknown send (id %llx): dropped",
                  static_cast<unsigned long long>(h.sreq));
+        return;
+    }
+    if (h.status == fin_failed) [[unlikely]] {
+        // The receiver could not read the buffer (its transport said why, there).
+        fail_send(r, WEFT_EIO);
         return;
     }
     // Claimed or discarded, the send completes normally: its buffer is free again.
@@ -1441,7 +1538,8 @@ void tag_engine::on_rndv_data(unsigned tl, transport::src_id src, const rndv_dat
                               const void *payload, std::size_t len)
 {
     recv_request *r = rndv_recvs_.find(h.rreq);
-    if (r == nullptr || r->rndv_tl != tl || r->rndv_src != src || h.offset != r->received ||
+    if (r == nullptr || r->reading || r->rndv_tl != tl || r->rndv_src != src ||
+        h.offset != r->received ||
         len > r->total - r->received) [[unlikely]] {
         drop(tl, src, "rendezvous data out of sequence or for an unknown receive");
         return;

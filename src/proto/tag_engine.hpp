@@ -75,10 +75,13 @@ struct recv_request : posted_recv {
     std::uint32_t msg_src;
     std::size_t total;     ///< message length
     std::size_t received;  ///< bytes seen so far (copied or dropped past capacity)
-    // Rendezvous through a clear-to-send (copy fallback): pieces arrive as rndv_data.
+    // Rendezvous: a zcopy read in progress, or pieces arriving as rndv_data after a
+    // clear-to-send (copy fallback).
     std::uint64_t rreq_id;       ///< id in tag_engine::rndv_recvs_
+    std::uint64_t rndv_sreq;     ///< the sender's request id (for the fin)
     unsigned rndv_tl;            ///< transport the sender uses
     transport::src_id rndv_src;  ///< sender within that transport
+    bool reading;                ///< a zcopy read is in flight (get_done ends it)
 };
 
 /// Where a rendezvous message's data waits: at the sender, described by its rts.
@@ -140,6 +143,8 @@ struct send_request {
     std::uint64_t rreq;           ///< rndv_data: the receiver's request id
     transport::remote_buffer rb;  ///< rndv_rts: the exposed buffer
     bool zcopy;                   ///< rndv_rts: rb is valid
+    /// Send credits still promised to this request's messages (peer_state::reserved).
+    std::uint32_t reserved;
     // Control messages (fin, cts):
     std::uint8_t ctl_am;
     alignas(8) std::uint8_t ctl_hdr[16];
@@ -160,6 +165,9 @@ struct peer_state {
     peer_state *next_pending = nullptr;  ///< in the engine's list of peers with pending sends
     bool in_pending_list = false;
     bool failed = false;
+    /// Send credits the queued messages will spend when they go: what may be sent
+    /// now is what is left (-WEFT_EAGAIN mode, weft_ep_credits).
+    std::uint32_t reserved = 0;
     std::uint32_t index = 0;
 };
 
@@ -324,12 +332,23 @@ class tag_engine {
                                   const iovec *iov, std::size_t iovcnt, std::size_t offset,
                                   std::size_t len);
     [[nodiscard]] bool credit_take(peer_state *p, unsigned am, std::uint32_t &returned);
-    /// A one-credit message to `p` would go now (the last credit only with a return).
+    /// Send credits not promised to queued messages.
+    [[nodiscard]] static std::uint32_t free_credits(const peer_state *p) noexcept
+    {
+        return p->cr.send_credits() > p->reserved ? p->cr.send_credits() - p->reserved : 0;
+    }
+    /// A one-credit message to `p` would go now (the last credit only with a return),
+    /// after the messages already queued to it.
     [[nodiscard]] static bool can_send(const peer_state *p) noexcept
     {
-        return !p->cr.attached() || p->cr.send_credits() > 1 ||
-               (p->cr.send_credits() == 1 && p->cr.returnable() > 0);
+        return !p->cr.attached() || free_credits(p) > 1 ||
+               (free_credits(p) == 1 && p->cr.returnable() > 0);
     }
+    /// Credits (wire messages) an eager send of `len` bytes costs towards `p`.
+    [[nodiscard]] static std::uint32_t eager_cost(const peer_state *p, std::size_t hdr,
+                                                  std::size_t len) noexcept;
+    void reserve(peer_state *p, send_request *r, std::uint32_t n) noexcept;
+    void unreserve(send_request *r, std::uint32_t n) noexcept;
     [[gnu::cold]] bool attach_credits(peer_state *p);
     [[nodiscard]] peer_state *credit_peer(unsigned tl, transport::src_id src);
     void release(peer_state *p, std::uint32_t n);
@@ -370,6 +389,8 @@ class tag_engine {
     [[nodiscard]] unexpected_record *find_claimed(void *context);
     void discard(unexpected_record *u, void *context);
     void rndv_start(recv_request *r, const rndv_info &rv);
+    void finish_read(recv_request *r, status st);
+    static void get_done_handler(void *arg, std::uint64_t cookie, status st);
     void notify_variable(unexpected_record *u);
     [[nodiscard]] bool is_variable(std::size_t total) const noexcept
     {

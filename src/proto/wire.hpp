@@ -107,8 +107,10 @@ static_assert(sizeof(rndv_rts_hdr) == 56);
 /// rndv_fin_hdr::status values.
 inline constexpr std::uint32_t fin_done = 0;       ///< the receiver has the data
 inline constexpr std::uint32_t fin_discarded = 1;  ///< the receiver discarded the message
+inline constexpr std::uint32_t fin_failed = 2;     ///< the receiver could not read the data
 
-/// am_id::rndv_fin: the sender's buffer is free again; its send completes.
+/// am_id::rndv_fin: the sender's buffer is free again; its send completes (with an
+/// error for fin_failed).
 struct rndv_fin_hdr {
     std::uint64_t sreq;      ///< as in rndv_rts_hdr
     std::uint32_t status;    ///< fin_*
