@@ -1,11 +1,13 @@
 // weft_info: list transports with their capabilities and limits; -c prints every
 // configuration variable with its type, default, current value and description.
+#include "config.h"  // WEFT_HAVE_* from configure
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <unistd.h>
 
 #include "base/config.hpp"
+#include "transport/verbs/verbs.hpp"
 #include "core/core_config.hpp"
 #include "weft/weft.h"
 
@@ -110,7 +112,7 @@ void usage(const char *prog)
         "  list weft transports with their capabilities and limits\n"
         "  -c            print every configuration variable (type, default, value, doc)\n"
         "  -m            the same as Markdown tables (docs/configuration.md)\n"
-        "  -t TRANSPORT  only this transport (auto, shm, self)\n",
+        "  -t TRANSPORT  only this transport (auto, shm, self, verbs)\n",
         prog);
 }
 
@@ -170,5 +172,12 @@ int main(int argc, char **argv)
                     i->domain_attr.threading == WEFT_THREAD_DOMAIN ? "domain" : "safe");
     }
     weft_info_free(list);
+#ifdef WEFT_HAVE_VERBS
+    if ((transport == nullptr || std::strcmp(transport, "verbs") == 0) &&
+        weft::transport::verbs::active_ports().empty()) {
+        std::printf("transport: verbs (not available: %s)\n",
+                    weft::transport::verbs::unavailable_reason().c_str());
+    }
+#endif
     return 0;
 }

@@ -1,5 +1,6 @@
 // The C ABI: argument checks, then the object model. Nothing here throws; every
 // allocation that can fail on the control path is checked (new (std::nothrow)).
+#include "config.h"  // WEFT_HAVE_* from configure
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -10,6 +11,7 @@
 #include "core/ep.hpp"
 #include "core/objects.hpp"
 #include "core/pmix.hpp"
+#include "transport/verbs/verbs.hpp"
 
 using weft::base::status;
 namespace core = weft::core;
@@ -177,23 +179,46 @@ int weft_getinfo(uint32_t version, const weft_info *hints, weft_info **info)
     }
     weft_info *head = nullptr;
     weft_info **tail = &head;
-    for (const char *name : {"auto", "shm", "self"}) {
-        if (core::transports_for(name) == 0) {
-            continue;
-        }
+    auto add = [&](const char *name, const char *domain) {
         if (hints != nullptr && hints->transport[0] != '\0' &&
             std::strncmp(hints->transport, name, sizeof(hints->transport)) != 0) {
-            continue;
+            return true;
         }
         auto *i = new (std::nothrow) weft_info{};
         if (i == nullptr) {
+            return false;
+        }
+        fill_info(*i, name, hints, cfg);
+        if (domain != nullptr) {
+            std::snprintf(i->domain_name, sizeof(i->domain_name), "%s", domain);
+        }
+        if (hints != nullptr && hints->domain_name[0] != '\0' &&
+            std::strncmp(hints->domain_name, i->domain_name, sizeof(i->domain_name)) != 0) {
+            delete i;
+            return true;
+        }
+        *tail = i;
+        tail = &i->next;
+        return true;
+    };
+    for (const char *name : {"auto", "shm", "self"}) {
+        if (core::transports_for(name) != 0 && !add(name, nullptr)) {
             weft_info_free(head);
             return -WEFT_ENOMEM;
         }
-        fill_info(*i, name, hints, cfg);
-        *tail = i;
-        tail = &i->next;
     }
+#ifdef WEFT_HAVE_VERBS
+    // One entry per usable port: its name is the domain name (as libfabric's verbs
+    // provider does), so an application picks a port by domain.
+    if (core::transports_for("verbs") != 0) {
+        for (const auto &port : transport::verbs::active_ports()) {
+            if (!add("verbs", port.name.c_str())) {
+                weft_info_free(head);
+                return -WEFT_ENOMEM;
+            }
+        }
+    }
+#endif
     if (head == nullptr) {
         return -WEFT_ENODEV;
     }
@@ -241,6 +266,19 @@ int weft_domain_open(weft_fabric_t *fabric, const weft_info *info, weft_domain_t
                  info->transport);
         return -WEFT_ENODEV;
     }
+#ifdef WEFT_HAVE_VERBS
+    if (std::strncmp(info->transport, "verbs", sizeof(info->transport)) == 0) {
+        const auto &ports = transport::verbs::active_ports();
+        if (std::none_of(ports.begin(), ports.end(), [&](const auto &p) {
+                return std::strncmp(p.name.c_str(), info->domain_name,
+                                    sizeof(info->domain_name)) == 0;
+            })) {
+            WEFT_LOG(core, error, "weft_domain_open: '%.64s' is not an active verbs port",
+                     info->domain_name);
+            return -WEFT_ENODEV;
+        }
+    }
+#endif
     auto *d = new (std::nothrow) weft_domain{};
     if (d == nullptr) {
         return -WEFT_ENOMEM;
@@ -664,6 +702,24 @@ int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t acc
     m->len = len;
     m->access = access;
     m->key = next_key.fetch_add(1, std::memory_order_relaxed);
+#ifdef WEFT_HAVE_VERBS
+    // A domain that reaches verbs registers with the port's protection domain,
+    // so the key is the one a peer's RDMA would use.
+    const bool is_verbs = std::strncmp(domain->info.transport, "verbs",
+                                       sizeof(domain->info.transport)) == 0;
+    const bool is_auto = std::strncmp(domain->info.transport, "auto",
+                                      sizeof(domain->info.transport)) == 0;
+    if (len != 0 && (is_verbs || (is_auto && core::transports_for("verbs") != 0))) {
+        auto r = transport::verbs::register_memory(is_verbs ? domain->info.domain_name : "", buf,
+                                                   len, (access & WEFT_ACCESS_REMOTE_WRITE) != 0);
+        if (!r.ok()) {
+            delete m;
+            return weft::base::to_c(r.error());
+        }
+        m->key = r.value()->rkey();
+        m->verbs = std::move(r.value());
+    }
+#endif
     domain->refs.fetch_add(1, std::memory_order_acq_rel);
     *mr = m;
     return 0;

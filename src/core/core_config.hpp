@@ -28,7 +28,7 @@ struct core_config {
 inline constexpr base::config_field core_config_fields[] = {
     base::make_field<&core_config::transports>(
         "TRANSPORTS", base::config_type::string, "all",
-        "transports an endpoint may use: all, or a comma list of self,shm"),
+        "transports an endpoint may use: all, or a comma list of self,shm,verbs"),
     base::make_field<&core_config::cq_size>("CQ_SIZE", base::config_type::size, "4k",
                                             "default completion queue entries"),
     base::make_field<&core_config::tx_size>(

@@ -1,6 +1,7 @@
 // Endpoint enable: open the transports, build the tagged engine, and choose the
 // data-path functions once (threading level, CQ format) so the hot calls do
 // not branch on options they already know.
+#include "config.h"  // WEFT_HAVE_* from configure
 #include "core/ep.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "base/log.hpp"
 #include "transport/self/self.hpp"
 #include "transport/shm/shm.hpp"
+#include "transport/verbs/verbs.hpp"
 
 using weft::base::status;
 namespace proto = weft::proto;
@@ -240,6 +242,22 @@ int ep_enable(weft_ep *ep)
                      base::status_string(tl.error()));
         }
     }
+#ifdef WEFT_HAVE_VERBS
+    if ((bits & (1u << unsigned(transport::transport_kind::verbs))) != 0) {
+        const bool only_verbs = std::strcmp(ep->info.transport, "verbs") == 0;
+        auto tl = transport::verbs::open(params, only_verbs ? ep->info.domain_name : "",
+                                         transport::verbs::global_config());
+        if (tl.ok()) {
+            ep->tls.push_back(std::move(tl.value()));
+        } else if (only_verbs) {
+            ep->tls.clear();
+            return base::to_c(tl.error());
+        } else {
+            WEFT_LOG(core, info, "verbs transport unavailable (%s); continuing without it",
+                     base::status_string(tl.error()));
+        }
+    }
+#endif
     if (ep->tls.empty()) {
         WEFT_LOG(core, error, "weft_ep_enable: no transport available for '%s'",
                  ep->info.transport);
@@ -261,6 +279,12 @@ int ep_enable(weft_ep *ep)
     // also where this endpoint switches its own sends to rendezvous.
     const bool variable = (ep->info.caps & WEFT_VARIABLE_MSG) != 0;
     const std::size_t rndv = variable && ep->var_thresh_set ? ep->var_thresh : cfg.rndv_thresh;
+    // A transport whose receive buffers every peer shares (the verbs SRQ) needs
+    // shared-pool credits, so that the senders together never overrun it.
+    std::size_t shared_rx = 0;
+    for (auto &tl : ep->tls) {
+        shared_rx += tl->attr().shared_rx;
+    }
     const proto::engine_params ep_params{
         .max_msg_size = cfg.max_msg_size,
         .tx_size = cfg.tx_size,
@@ -270,7 +294,8 @@ int ep_enable(weft_ep *ep)
         .variable = variable,
         .var_thresh = rndv,
         .credits = cfg.credits,
-        .credit_cfg = {.mode = proto::credit_mode::per_peer,
+        .credit_cfg = {.mode = shared_rx != 0 ? proto::credit_mode::shared_pool
+                                              : proto::credit_mode::per_peer,
                        .initial = static_cast<std::uint16_t>(
                            std::min<std::uint64_t>(cfg.credit_initial, 65535)),
                        .window = static_cast<std::uint16_t>(
@@ -278,7 +303,7 @@ int ep_enable(weft_ep *ep)
                        .threshold = static_cast<std::uint16_t>(
                            std::min<std::uint64_t>(cfg.credit_threshold, 65535)),
                        .grant_step = 0,
-                       .pool_size = 0},
+                       .pool_size = static_cast<std::uint32_t>(shared_rx)},
         .credit_eagain = ep->info.ep_attr.credit_mode == WEFT_CREDITS_EAGAIN,
     };
     ep->engine = std::make_unique<proto::tag_engine>(ep_params, *ep->av);

@@ -1,3 +1,4 @@
+#include "config.h"  // WEFT_HAVE_* from configure
 #include "core/objects.hpp"
 
 #include <chrono>
@@ -9,6 +10,7 @@
 
 #include "base/log.hpp"
 #include "transport/shm/shm.hpp"
+#include "transport/verbs/verbs.hpp"
 
 namespace weft::core {
 
@@ -39,21 +41,28 @@ std::uint64_t local_node_id()
 
 unsigned available_transports()
 {
+    const std::string &list = global_config().transports;  // first: it sets up logging
     unsigned bits = 1u << unsigned(transport::transport_kind::self);
     if (access("/dev/shm", W_OK) == 0) {
         bits |= 1u << unsigned(transport::transport_kind::shm);
     }
+#ifdef WEFT_HAVE_VERBS
+    if (!transport::verbs::active_ports().empty()) {
+        bits |= 1u << unsigned(transport::transport_kind::verbs);
+    }
+#endif
     // Only transports the configuration allows.
-    const std::string &list = global_config().transports;
     if (list == "all" || list.empty()) {
         return bits;
     }
     unsigned allowed = 0;
-    if (list.find("self") != std::string::npos) {
-        allowed |= 1u << unsigned(transport::transport_kind::self);
-    }
-    if (list.find("shm") != std::string::npos) {
-        allowed |= 1u << unsigned(transport::transport_kind::shm);
+    for (const auto &[name, kind] :
+         {std::pair{"self", transport::transport_kind::self},
+          std::pair{"shm", transport::transport_kind::shm},
+          std::pair{"verbs", transport::transport_kind::verbs}}) {
+        if (list.find(name) != std::string::npos) {
+            allowed |= 1u << unsigned(kind);
+        }
     }
     return bits & allowed;
 }
@@ -64,11 +73,12 @@ unsigned transports_for(const char *name)
     if (name == nullptr || name[0] == '\0' || std::strcmp(name, "auto") == 0) {
         return avail;
     }
-    if (std::strcmp(name, "self") == 0) {
-        return avail & (1u << unsigned(transport::transport_kind::self));
-    }
-    if (std::strcmp(name, "shm") == 0) {
-        return avail & (1u << unsigned(transport::transport_kind::shm));
+    for (const auto &[n, kind] : {std::pair{"self", transport::transport_kind::self},
+                                  std::pair{"shm", transport::transport_kind::shm},
+                                  std::pair{"verbs", transport::transport_kind::verbs}}) {
+        if (std::strcmp(name, n) == 0) {
+            return avail & (1u << unsigned(kind));
+        }
     }
     return 0;
 }
@@ -80,6 +90,9 @@ const core_config &global_config()
         core_config c{};
         base::config_register(core_config_table);
         base::config_register(transport::shm::config_table());
+#ifdef WEFT_HAVE_VERBS
+        base::config_register(transport::verbs::config_table());
+#endif
         if (base::config_load(core_config_table, &c) != base::status::ok) {
             // The error was logged by config_load; fall back to the defaults.
             core_config d{};

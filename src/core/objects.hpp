@@ -18,6 +18,7 @@
 #include "proto/completion.hpp"
 #include "proto/tag_engine.hpp"
 #include "transport/iface.hpp"
+#include "transport/verbs/verbs.hpp"
 #include "weft/weft.h"
 
 namespace weft::core {
@@ -188,6 +189,8 @@ struct weft_mr {
     std::size_t len = 0;
     std::uint64_t access = 0;
     std::uint64_t key = 0;
+    /// The registration on a verbs port (verbs and auto domains where verbs is up).
+    std::unique_ptr<weft::transport::verbs::memory_region> verbs;
 };
 
 /// The data-path entry points of an endpoint, chosen at enable for its threading level.

@@ -1,0 +1,1757 @@
+// The verbs transport (docs/verbs.md).
+//
+// Per endpoint: one completion queue for everything (so an idle progress call
+// is one ibv_poll_cq), a shared receive queue of registered buffers, a UD queue
+// pair for the connection handshake, a pool of registered bounce buffers, and
+// one RC queue pair per peer, created on first use.
+//
+// Send queue accounting. Every RC work request gets a sequence number on its
+// queue pair and a record in that queue pair's ring (what to release when it
+// completes). Completions of one RC send queue arrive in posting order, so a
+// signaled completion retires every record up to it; most sends are posted
+// unsignaled. A request is signaled when it must be (an RDMA read's last
+// piece), and whenever leaving it unsignaled could leave nothing to wake us:
+// every SIGNAL_INTERVAL requests, the request that fills a queue pair's send
+// queue, the endpoint's TX_MAX budget or the bounce pool's last quarter. After
+// an error, every outstanding request, signaled or not, completes with a flush
+// error, so the completion queue is sized for TX_MAX send completions plus
+// every posted receive.
+
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <unordered_map>
+#include <vector>
+
+#include "base/log.hpp"
+#include "base/rcache.hpp"
+#include "transport/verbs/device.hpp"
+#include "transport/verbs/verbs.hpp"
+#include "transport/verbs/wire.hpp"
+
+namespace weft::transport::verbs {
+
+namespace {
+
+using base::status;
+
+// ------------------------------------------------------------------ RAII for verbs objects
+
+struct qp_deleter {
+    void operator()(ibv_qp *q) const noexcept { (void)ibv_destroy_qp(q); }
+};
+struct cq_deleter {
+    void operator()(ibv_cq *c) const noexcept { (void)ibv_destroy_cq(c); }
+};
+struct srq_deleter {
+    void operator()(ibv_srq *s) const noexcept { (void)ibv_destroy_srq(s); }
+};
+struct mr_deleter {
+    void operator()(ibv_mr *m) const noexcept { (void)ibv_dereg_mr(m); }
+};
+struct ah_deleter {
+    void operator()(ibv_ah *a) const noexcept { (void)ibv_destroy_ah(a); }
+};
+using qp_ptr = std::unique_ptr<ibv_qp, qp_deleter>;
+using cq_ptr = std::unique_ptr<ibv_cq, cq_deleter>;
+using srq_ptr = std::unique_ptr<ibv_srq, srq_deleter>;
+using mr_ptr = std::unique_ptr<ibv_mr, mr_deleter>;
+using ah_ptr = std::unique_ptr<ibv_ah, ah_deleter>;
+
+/// Page-aligned memory for registered slabs.
+struct slab {
+    void *base = nullptr;
+    std::size_t len = 0;
+    mr_ptr mr;
+    slab() = default;
+    slab(const slab &) = delete;
+    slab &operator=(const slab &) = delete;
+    slab(slab &&o) noexcept : base(o.base), len(o.len), mr(std::move(o.mr)) { o.base = nullptr; }
+    ~slab()
+    {
+        mr.reset();
+        std::free(base);
+    }
+    [[nodiscard]] status alloc(ibv_pd *pd, std::size_t bytes)
+    {
+        len = (bytes + 4095) & ~std::size_t{4095};
+        if (posix_memalign(&base, 4096, len) != 0) {
+            base = nullptr;
+            return status::no_memory;
+        }
+        std::memset(base, 0, len);
+        mr.reset(ibv_reg_mr(pd, base, len, IBV_ACCESS_LOCAL_WRITE));
+        if (mr == nullptr) {
+            WEFT_LOG(verbs, error, "registering %zu bytes of buffers failed: %s", len,
+                     std::strerror(errno));
+            return status::no_memory;
+        }
+        return status::ok;
+    }
+};
+
+// ------------------------------------------------------------------ work request ids
+
+enum class wr_kind : std::uint64_t { rc_send = 0, srq_recv = 1, ud_recv = 2, ud_send = 3 };
+constexpr unsigned wr_kind_shift = 62;
+
+[[nodiscard, gnu::always_inline]] inline std::uint64_t rc_wr_id(std::uint32_t conn,
+                                                                std::uint32_t seq) noexcept
+{
+    return (std::uint64_t{conn} << 32) | seq;  // kind rc_send == 0
+}
+[[nodiscard, gnu::always_inline]] inline std::uint64_t wr_id(wr_kind k, std::uint32_t index) noexcept
+{
+    return (static_cast<std::uint64_t>(k) << wr_kind_shift) | index;
+}
+
+[[nodiscard]] std::uint64_t now_us() noexcept
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::uint64_t(ts.tv_sec) * 1000000u + std::uint64_t(ts.tv_nsec) / 1000u;
+}
+
+[[nodiscard]] std::uint32_t random_psn() noexcept
+{
+    std::uint32_t v = 0;
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(v))) {
+        v = static_cast<std::uint32_t>(now_us());
+    }
+    return v & 0xffffff;
+}
+
+constexpr std::size_t max_sges = 4;          // iovec limit of the layer above
+constexpr std::uint32_t ud_recv_count = 64;  // handshake receive slots
+constexpr std::uint32_t ud_send_count = 16;  // handshake send slots
+constexpr std::size_t ud_slot = 256;         // >= grh_bytes + sizeof(cm_msg)
+static_assert(grh_bytes + sizeof(cm_msg) <= ud_slot);
+constexpr unsigned idle_polls_per_tick = 256;  // progress calls between timer checks
+
+// ------------------------------------------------------------------ per-connection state
+
+enum class conn_state : std::uint8_t {
+    requesting,  ///< we sent a req; our queue pair waits in INIT
+    accepted,    ///< we answered a req; ready to receive, we send after the peer's first message
+    ready,       ///< both sides ready
+    failed,      ///< error, timeout, or closed by the peer: nothing more goes out
+};
+
+enum class rec_kind : std::uint8_t { plain, bounce, read };
+
+/// What a posted RC work request holds until it completes.
+struct tx_rec {
+    rec_kind kind;
+    bool last;            ///< read: the op's last piece
+    std::uint32_t index;  ///< bounce: buffer index; read: op index
+};
+
+/// An RDMA read requested by the layer above (get_zcopy), possibly in pieces.
+struct read_op {
+    std::uint64_t cookie = 0;
+    std::uint32_t conn = 0;
+    std::uint32_t nregions = 0;
+    std::array<base::rcache::region *, max_sges> regions{};
+    std::array<iovec, max_sges> iov{};
+    std::uint32_t iovcnt = 0;
+    remote_buffer rb{};
+    std::size_t len = 0;
+    std::size_t posted = 0;        ///< bytes whose read requests are posted
+    std::uint32_t outstanding = 0;  ///< posted requests not yet retired
+    bool failed = false;
+    bool reported = false;  ///< get_done sent (or due)
+    bool in_use = false;
+};
+
+struct conn {
+    wire_address peer{};
+    qp_ptr qp;
+    ah_ptr ah;  ///< route to the peer's UD queue pair (handshake)
+    conn_state state = conn_state::requesting;
+    bool active = false;  ///< we requested (the requester sends the rtu)
+    bool self = false;    ///< a loopback connection to our own endpoint
+    bool reported = false;
+    std::uint32_t peer_conn = invalid_id;
+    std::uint32_t remote_qpn = 0;
+    std::uint32_t local_psn = 0;
+    std::uint32_t peer_rd_atomic = 1;
+    std::uint8_t peer_mtu = IBV_MTU_1024;
+    std::uint64_t deadline_us = 0;     ///< handshake gives up (requesting, accepted)
+    std::uint64_t next_resend_us = 0;  ///< requesting: resend the req
+    std::uint64_t resend_us = 0;       ///< current resend interval
+    std::uint64_t last_tx_us = 0;      ///< keepalive: last send
+    // Send queue (see the file comment).
+    std::vector<tx_rec> ring;
+    std::uint32_t ring_mask = 0;
+    std::uint32_t sq_head = 0;  ///< sequence number of the next request
+    std::uint32_t sq_tail = 0;  ///< oldest request not yet retired
+    std::uint32_t unsignaled = 0;
+    std::vector<std::uint32_t> pending_reads;  ///< read ops with pieces not yet posted
+};
+
+/// Identity of a remote endpoint: host, process, endpoint and handshake queue pair.
+struct peer_key {
+    std::uint64_t node_id;
+    std::uint64_t pid_ep;
+    std::uint32_t ud_qpn;
+    bool operator==(const peer_key &) const = default;
+};
+struct peer_key_hash {
+    std::size_t operator()(const peer_key &k) const noexcept
+    {
+        return std::hash<std::uint64_t>{}(k.node_id * 0x9e3779b97f4a7c15ULL ^ k.pid_ep ^
+                                          (std::uint64_t{k.ud_qpn} << 40));
+    }
+};
+[[nodiscard]] peer_key key_of(const wire_address &a) noexcept
+{
+    return {a.node_id, (std::uint64_t{a.pid} << 32) | a.ep_id,
+            address_u24(a, address_layout::verbs_ud_qpn)};
+}
+[[nodiscard]] bool key_less(const peer_key &a, const peer_key &b) noexcept
+{
+    if (a.node_id != b.node_id) {
+        return a.node_id < b.node_id;
+    }
+    if (a.pid_ep != b.pid_ep) {
+        return a.pid_ep < b.pid_ep;
+    }
+    return a.ud_qpn < b.ud_qpn;
+}
+
+/// QPN -> connection index, open addressing (the receive path's one lookup).
+class qpn_map {
+  public:
+    void insert(std::uint32_t qpn, std::uint32_t conn)
+    {
+        if ((count_ + 1) * 2 > slots_.size()) {
+            grow();
+        }
+        place(qpn, conn);
+        ++count_;
+    }
+    [[nodiscard, gnu::always_inline]] std::uint32_t find(std::uint32_t qpn) const noexcept
+    {
+        if (slots_.empty()) [[unlikely]] {
+            return invalid_id;
+        }
+        for (std::size_t i = hash(qpn) & mask_;; i = (i + 1) & mask_) {
+            const slot &s = slots_[i];
+            if (s.qpn == qpn && s.conn != invalid_id) [[likely]] {
+                return s.conn;
+            }
+            if (s.conn == invalid_id) {
+                return invalid_id;
+            }
+        }
+    }
+
+  private:
+    struct slot {
+        std::uint32_t qpn = 0;
+        std::uint32_t conn = invalid_id;
+    };
+    static std::size_t hash(std::uint32_t q) noexcept { return (q * 0x9e3779b1u) >> 8; }
+    void place(std::uint32_t qpn, std::uint32_t conn)
+    {
+        for (std::size_t i = hash(qpn) & mask_;; i = (i + 1) & mask_) {
+            if (slots_[i].conn == invalid_id) {
+                slots_[i] = {qpn, conn};
+                return;
+            }
+        }
+    }
+    void grow()
+    {
+        std::vector<slot> old = std::move(slots_);
+        slots_.assign(std::max<std::size_t>(16, old.size() * 2), slot{});
+        mask_ = slots_.size() - 1;
+        for (const slot &s : old) {
+            if (s.conn != invalid_id) {
+                place(s.qpn, s.conn);
+            }
+        }
+    }
+    std::vector<slot> slots_;
+    std::size_t mask_ = 0;
+    std::size_t count_ = 0;
+};
+
+[[nodiscard]] ibv_mtu mtu_from_config(int choice, ibv_mtu active) noexcept
+{
+    switch (choice) {
+        case 1:
+            return IBV_MTU_256;
+        case 2:
+            return IBV_MTU_512;
+        case 3:
+            return IBV_MTU_1024;
+        case 4:
+            return IBV_MTU_2048;
+        case 5:
+            return IBV_MTU_4096;
+        default:
+            return active;
+    }
+}
+
+void default_am(void *, src_id, unsigned, const void *, std::size_t) {}
+void default_peer_failed(void *, conn_id, src_id, status) {}
+void default_get_done(void *, std::uint64_t, status) {}
+
+// ------------------------------------------------------------------ the transport
+
+class verbs_iface final : public iface {
+  public:
+    verbs_iface(const open_params &p, std::shared_ptr<device> dev, const config &cfg);
+    ~verbs_iface() override;
+
+    [[nodiscard]] status init();
+
+    [[nodiscard]] transport_kind kind() const noexcept override { return transport_kind::verbs; }
+    [[nodiscard]] const attributes &attr() const noexcept override { return attr_; }
+    [[nodiscard]] status pack_address(wire_address &addr) override;
+    [[nodiscard]] bool reachable(const wire_address &peer) const noexcept override;
+    [[nodiscard]] status connect(const wire_address &peer, conn_id &out) override;
+    [[nodiscard]] status remote_address(src_id src, wire_address &out) const override;
+    [[nodiscard]] status expose(const void *buf, std::size_t len, remote_buffer &out) override;
+    void unexpose(const remote_buffer &rb) noexcept override;
+    [[nodiscard]] std::size_t grow_rx(std::size_t n) override;
+
+    [[nodiscard]] stats counters() const noexcept;
+    [[nodiscard]] conn_info info(conn_id c) const noexcept;
+
+  private:
+    static status send_short(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+                             std::size_t hdr_len, const void *payload, std::size_t len);
+    static status send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+                             std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
+                             std::size_t offset, std::size_t len);
+    static unsigned progress(iface *tl);
+    static status get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
+                            const remote_buffer &rb, std::size_t len, std::uint64_t cookie);
+
+    // Send side.
+    [[nodiscard, gnu::always_inline]] bool tx_room(const conn &c) const noexcept
+    {
+        return c.sq_head - c.sq_tail < tx_queue_ && tx_outstanding_ < tx_max_;
+    }
+    [[nodiscard, gnu::always_inline]] bool must_signal(const conn &c, bool force) const noexcept
+    {
+        return force || c.unsignaled + 1 >= signal_interval_ ||
+               c.sq_head - c.sq_tail + 1 >= tx_queue_ || tx_outstanding_ + 1 >= tx_max_ ||
+               bounce_free_.size() < bounce_low_;
+    }
+    [[nodiscard]] status post_rc(std::uint32_t c, ibv_send_wr &wr, tx_rec rec, bool force_signal);
+    [[gnu::cold, gnu::noinline]] status not_ready(std::uint32_t c) const noexcept;
+    [[nodiscard]] status send_ctl(std::uint32_t c, ctl code);
+    void post_reads(std::uint32_t c);
+
+    // Completions.
+    void on_send_done(const ibv_wc &wc);
+    void retire(std::uint32_t c, std::uint32_t upto, status st);
+    void on_recv(const ibv_wc &wc, std::uint32_t *repost, unsigned &nrepost);
+    void on_ctl(std::uint32_t c, std::uint32_t imm);
+    void repost(const std::uint32_t *idx, unsigned n);
+    void flush_upcalls();
+    void read_finished(std::uint32_t op, status st);
+    void release_op(std::uint32_t op);
+
+    // Connection management.
+    [[nodiscard]] status create_qp(conn &c);
+    [[nodiscard]] status connect_qp(std::uint32_t c, std::uint32_t remote_qpn,
+                                    std::uint32_t remote_psn, std::uint8_t mtu,
+                                    std::uint32_t rd_atomic);
+    [[nodiscard]] status make_ah(conn &c);
+    [[nodiscard]] std::uint32_t new_conn(const wire_address &peer);
+    [[nodiscard]] status send_cm(std::uint32_t c, cm_type type);
+    void on_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp);
+    void on_req(const cm_msg &m);
+    void on_rep(const cm_msg &m);
+    void fail_conn(std::uint32_t c, status why, const char *reason, int level_warn);
+    void tick();
+    void post_ud_recv(std::uint32_t index);
+    [[nodiscard]] std::uint32_t rx_capacity_limit() const noexcept;
+
+    // Receive hot path.
+    ibv_cq *cq_ = nullptr;
+    std::uint32_t batch_;
+    std::uint32_t idle_countdown_ = idle_polls_per_tick;
+    std::vector<std::uint8_t *> rx_buf_;  ///< receive buffer by index
+    std::vector<std::uint32_t> rx_lkey_;
+    qpn_map by_qpn_;
+    // Send hot path.
+    std::vector<conn> conns_;
+    std::uint32_t tx_queue_;
+    std::uint32_t tx_max_;
+    std::uint32_t tx_outstanding_ = 0;
+    std::uint32_t signal_interval_;
+    std::uint8_t *bounce_base_ = nullptr;
+    std::uint32_t bounce_lkey_ = 0;
+    std::vector<std::uint32_t> bounce_free_;
+    std::size_t bounce_low_;
+    std::uint64_t now_cache_us_ = 0;  ///< coarse clock, updated by tick()
+
+    attributes attr_{};
+    std::shared_ptr<device> dev_;
+    config cfg_;
+    std::uint64_t node_id_;
+    std::uint32_t pid_;
+    std::uint32_t ep_id_;
+    wire_address my_addr_{};
+    ibv_mtu mtu_ = IBV_MTU_1024;
+    std::uint32_t rd_atomic_init_ = 1;  ///< our initiator depth limit
+    std::uint32_t rd_atomic_resp_ = 1;  ///< our responder depth
+    std::size_t inline_ = 0;
+    std::uint32_t max_send_sge_ = max_sges;
+    std::size_t read_chunk_;
+
+    // Declared in creation order; destroyed in reverse (queue pairs first).
+    cq_ptr cq_owner_;
+    srq_ptr srq_;
+    std::vector<slab> rx_slabs_;
+    std::size_t rx_posted_total_ = 0;  ///< buffers in the SRQ (posted or in use)
+    slab bounce_;
+    slab ud_slab_;
+    qp_ptr ud_qp_;
+    std::vector<std::uint32_t> ud_send_free_;
+    std::unordered_map<peer_key, std::uint32_t, peer_key_hash> conn_by_key_;
+    std::vector<read_op> ops_pool_;
+    std::vector<std::uint32_t> ops_free_;
+    std::unordered_map<std::uint32_t, base::rcache::region *> exposed_;  ///< rkey -> region
+    std::unordered_map<std::uint32_t, std::uint32_t> exposed_refs_;
+    std::vector<std::uint32_t> fail_due_;  ///< connections whose failure is not yet reported
+    struct done {
+        std::uint64_t cookie;
+        status st;
+    };
+    std::vector<done> done_due_;  ///< read completions not yet reported
+    std::vector<std::uint32_t> handshaking_;    ///< connections with a handshake timer
+    std::vector<std::uint32_t> reads_waiting_;  ///< connections with reads not yet posted
+    std::uint64_t next_keepalive_scan_us_ = 0;
+    bool closing_ = false;
+    bool in_progress_ = false;
+    struct stats stats_ {};
+};
+
+// ------------------------------------------------------------------ set-up
+
+verbs_iface::verbs_iface(const open_params &p, std::shared_ptr<device> dev, const config &cfg)
+    : batch_(static_cast<std::uint32_t>(std::clamp<std::uint64_t>(cfg.rx_batch, 1, 64))),
+      tx_queue_(static_cast<std::uint32_t>(std::clamp<std::uint64_t>(cfg.tx_queue, 4, 16384))),
+      tx_max_(static_cast<std::uint32_t>(std::clamp<std::uint64_t>(cfg.tx_max, 16, 1u << 20))),
+      signal_interval_(static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+          cfg.signal_interval, 1, std::clamp<std::uint64_t>(cfg.tx_queue, 4, 16384) / 2))),
+      bounce_low_(std::max<std::size_t>(1, std::clamp<std::uint64_t>(cfg.tx_bufs, 4, 65536) / 4)),
+      dev_(std::move(dev)),
+      cfg_(cfg),
+      node_id_(p.node_id),
+      pid_(p.pid),
+      ep_id_(p.ep_id),
+      read_chunk_(std::max<std::size_t>(4096, cfg.read_chunk))
+{
+    ops_.send_short = &send_short;
+    ops_.send_bcopy = &send_bcopy;
+    ops_.progress = &progress;
+    ops_.get_zcopy = &get_zcopy;
+    handlers_ = {&default_am, &default_peer_failed, &default_get_done, nullptr};
+    now_cache_us_ = now_us();
+}
+
+std::uint32_t verbs_iface::rx_capacity_limit() const noexcept
+{
+    // Every posted receive may complete before we poll: the CQ must hold them all.
+    const auto &da = dev_->dev_attr();
+    const std::uint64_t by_cq = da.max_cqe > static_cast<int>(tx_max_ + ud_recv_count +
+                                                               ud_send_count + 64)
+                                    ? da.max_cqe - tx_max_ - ud_recv_count - ud_send_count - 64
+                                    : 0;
+    std::uint64_t lim = std::min<std::uint64_t>(cfg_.rx_queue_max, by_cq);
+    lim = std::min<std::uint64_t>(lim, static_cast<std::uint64_t>(da.max_srq_wr));
+    return static_cast<std::uint32_t>(std::max<std::uint64_t>(lim, 1));
+}
+
+status verbs_iface::init()
+{
+    ibv_context *ctx = dev_->ctx();
+    const ibv_device_attr &da = dev_->dev_attr();
+    if (cfg_.seg_size < 256 || cfg_.seg_size > dev_->port_attr().max_msg_sz) {
+        WEFT_LOG(verbs, error, "WEFT_VERBS_SEG_SIZE=%zu is outside 256..%u", cfg_.seg_size,
+                 dev_->port_attr().max_msg_sz);
+        return status::invalid;
+    }
+    read_chunk_ = std::min<std::size_t>(read_chunk_, dev_->port_attr().max_msg_sz);
+    mtu_ = mtu_from_config(cfg_.mtu, dev_->port_attr().active_mtu);
+    rd_atomic_init_ = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(cfg_.max_rd_atomic, 1, std::max(1, da.max_qp_init_rd_atom)));
+    rd_atomic_resp_ = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(cfg_.max_rd_atomic, 1, std::max(1, da.max_qp_rd_atom)));
+    max_send_sge_ = static_cast<std::uint32_t>(std::min<int>(max_sges, da.max_sge));
+    tx_queue_ = std::min<std::uint32_t>(tx_queue_, static_cast<std::uint32_t>(da.max_qp_wr));
+
+    const std::uint32_t rx_limit = rx_capacity_limit();
+    const auto rx_initial = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(cfg_.rx_queue, 16, std::max<std::uint32_t>(rx_limit, 16)));
+    const int cqe = static_cast<int>(rx_limit + tx_max_ + ud_recv_count + ud_send_count + 64);
+    cq_owner_.reset(ibv_create_cq(ctx, std::min(cqe, da.max_cqe), nullptr, nullptr, 0));
+    if (cq_owner_ == nullptr) {
+        WEFT_LOG(verbs, error, "%s: ibv_create_cq(%d) failed: %s", dev_->name().c_str(), cqe,
+                 std::strerror(errno));
+        return status::no_memory;
+    }
+    cq_ = cq_owner_.get();
+
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = rx_limit;
+    sa.attr.max_sge = 1;
+    srq_.reset(ibv_create_srq(dev_->pd(), &sa));
+    if (srq_ == nullptr) {
+        WEFT_LOG(verbs, error, "%s: ibv_create_srq(%u) failed: %s", dev_->name().c_str(),
+                 rx_limit, std::strerror(errno));
+        return status::no_memory;
+    }
+    if (grow_rx(rx_initial) != rx_initial) {
+        return status::no_memory;
+    }
+
+    const auto nbounce =
+        static_cast<std::uint32_t>(std::clamp<std::uint64_t>(cfg_.tx_bufs, 4, 65536));
+    if (const status st = bounce_.alloc(dev_->pd(), std::size_t{nbounce} * cfg_.seg_size);
+        st != status::ok) {
+        return st;
+    }
+    bounce_base_ = static_cast<std::uint8_t *>(bounce_.base);
+    bounce_lkey_ = bounce_.mr->lkey;
+    bounce_free_.reserve(nbounce);
+    for (std::uint32_t i = nbounce; i-- > 0;) {
+        bounce_free_.push_back(i);
+    }
+
+    // The inline size this device grants: probe with a throwaway RC queue pair,
+    // halving from the configured size.
+    for (std::size_t want = std::min<std::size_t>(cfg_.inline_size, 4096);; want /= 2) {
+        ibv_qp_init_attr qa{};
+        qa.send_cq = cq_;
+        qa.recv_cq = cq_;
+        qa.srq = srq_.get();
+        qa.cap.max_send_wr = tx_queue_;
+        qa.cap.max_send_sge = max_send_sge_;
+        qa.cap.max_inline_data = static_cast<std::uint32_t>(want);
+        qa.qp_type = IBV_QPT_RC;
+        qp_ptr probe(ibv_create_qp(dev_->pd(), &qa));
+        if (probe != nullptr) {
+            inline_ = std::min<std::size_t>(want, qa.cap.max_inline_data);
+            break;
+        }
+        if (want == 0) {
+            WEFT_LOG(verbs, error, "%s: cannot create an RC queue pair: %s", dev_->name().c_str(),
+                     std::strerror(errno));
+            return status::no_device;
+        }
+    }
+
+    // The handshake's UD queue pair and its buffers.
+    if (const status st =
+            ud_slab_.alloc(dev_->pd(), std::size_t{ud_recv_count + ud_send_count} * ud_slot);
+        st != status::ok) {
+        return st;
+    }
+    ibv_qp_init_attr ua{};
+    ua.send_cq = cq_;
+    ua.recv_cq = cq_;
+    ua.cap.max_send_wr = ud_send_count;
+    ua.cap.max_recv_wr = ud_recv_count;
+    ua.cap.max_send_sge = 1;
+    ua.cap.max_recv_sge = 1;
+    ua.qp_type = IBV_QPT_UD;
+    ud_qp_.reset(ibv_create_qp(dev_->pd(), &ua));
+    if (ud_qp_ == nullptr) {
+        WEFT_LOG(verbs, error, "%s: cannot create the UD queue pair: %s", dev_->name().c_str(),
+                 std::strerror(errno));
+        return status::no_device;
+    }
+    ibv_qp_attr qa{};
+    qa.qp_state = IBV_QPS_INIT;
+    qa.pkey_index = 0;
+    qa.port_num = dev_->port();
+    qa.qkey = cm_qkey;
+    if (ibv_modify_qp(ud_qp_.get(), &qa,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0) {
+        WEFT_LOG(verbs, error, "UD queue pair to INIT: %s", std::strerror(errno));
+        return status::no_device;
+    }
+    qa = {};
+    qa.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(ud_qp_.get(), &qa, IBV_QP_STATE) != 0) {
+        WEFT_LOG(verbs, error, "UD queue pair to RTR: %s", std::strerror(errno));
+        return status::no_device;
+    }
+    qa = {};
+    qa.qp_state = IBV_QPS_RTS;
+    qa.sq_psn = 0;
+    if (ibv_modify_qp(ud_qp_.get(), &qa, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0) {
+        WEFT_LOG(verbs, error, "UD queue pair to RTS: %s", std::strerror(errno));
+        return status::no_device;
+    }
+    for (std::uint32_t i = 0; i < ud_recv_count; ++i) {
+        post_ud_recv(i);
+    }
+    for (std::uint32_t i = ud_send_count; i-- > 0;) {
+        ud_send_free_.push_back(ud_recv_count + i);
+    }
+
+    attr_.max_short = inline_;
+    attr_.max_bcopy = cfg_.seg_size;
+    attr_.max_hdr = 64;
+    attr_.shared_rx = rx_initial;
+
+    my_addr_.magic = wire_address_magic;
+    my_addr_.version = wire_address_version;
+    my_addr_.node_id = node_id_;
+    my_addr_.pid = pid_;
+    my_addr_.ep_id = ep_id_;
+    (void)pack_address(my_addr_);
+    WEFT_LOG(verbs, debug,
+             "%s: endpoint %u open: UD QPN %u, inline %zu, seg %zu, %u receive buffers, "
+             "CQ %d entries",
+             dev_->name().c_str(), ep_id_, ud_qp_->qp_num, inline_, cfg_.seg_size, rx_initial,
+             cq_->cqe);
+    return status::ok;
+}
+
+std::size_t verbs_iface::grow_rx(std::size_t n)
+{
+    const std::uint32_t limit = rx_capacity_limit();
+    if (rx_posted_total_ >= limit || n == 0) {
+        return 0;
+    }
+    n = std::min<std::size_t>(n, limit - rx_posted_total_);
+    slab s;
+    if (s.alloc(dev_->pd(), n * cfg_.seg_size) != status::ok) {
+        return 0;
+    }
+    const auto first = static_cast<std::uint32_t>(rx_buf_.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        rx_buf_.push_back(static_cast<std::uint8_t *>(s.base) + i * cfg_.seg_size);
+        rx_lkey_.push_back(s.mr->lkey);
+    }
+    rx_slabs_.push_back(std::move(s));
+    std::vector<std::uint32_t> idx(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        idx[i] = first + static_cast<std::uint32_t>(i);
+    }
+    for (std::size_t i = 0; i < n; i += 64) {
+        repost(idx.data() + i, static_cast<unsigned>(std::min<std::size_t>(64, n - i)));
+    }
+    if (rx_posted_total_ != 0) {
+        stats_.rx_grown += n;
+    }
+    rx_posted_total_ += n;
+    attr_.shared_rx = rx_posted_total_;
+    return n;
+}
+
+verbs_iface::~verbs_iface()
+{
+    closing_ = true;  // no upcalls: the layer above is gone
+    // Tell connected peers we are closing, so they fail our operations at once
+    // instead of after their keepalive times out; wait (bounded) until the
+    // messages left, since destroying a queue pair drops what it has not sent.
+    std::uint32_t waiting = 0;
+    for (std::uint32_t c = 0; c < conns_.size(); ++c) {
+        conn &cn = conns_[c];
+        if (!cn.self && (cn.state == conn_state::ready || cn.state == conn_state::accepted) &&
+            send_ctl(c, ctl::disconnect) == status::ok) {
+            ++waiting;
+        }
+    }
+    if (waiting != 0) {
+        const std::uint64_t give_up = now_us() + 200000;
+        while (now_us() < give_up) {
+            bool busy = false;
+            for (const conn &cn : conns_) {
+                busy = busy || (cn.state != conn_state::failed && cn.sq_head != cn.sq_tail);
+            }
+            if (!busy) {
+                break;
+            }
+            (void)progress(this);
+        }
+    }
+    for (std::uint32_t i = 0; i < ops_pool_.size(); ++i) {
+        if (ops_pool_[i].in_use) {
+            release_op(i);
+        }
+    }
+    for (auto &[rkey, r] : exposed_) {
+        for (std::uint32_t k = exposed_refs_[rkey]; k > 0; --k) {
+            dev_->rcache().put(r);
+        }
+    }
+    conns_.clear();  // queue pairs before the SRQ and CQ (member order does the rest)
+}
+
+// ------------------------------------------------------------------ addresses
+
+status verbs_iface::pack_address(wire_address &addr)
+{
+    addr.transports |=
+        static_cast<std::uint16_t>(1U << static_cast<unsigned>(transport_kind::verbs));
+    set_address_u24(addr, address_layout::verbs_ud_qpn, ud_qp_->qp_num);
+    std::memcpy(addr.transport_specific + address_layout::verbs_gid, dev_->gid().raw, 16);
+    const std::uint16_t lid = dev_->port_attr().lid;
+    std::memcpy(addr.transport_specific + address_layout::verbs_lid, &lid, sizeof(lid));
+    addr.transport_specific[address_layout::verbs_link] = dev_->ethernet() ? 2 : 1;
+    addr.transport_specific[address_layout::verbs_mtu] =
+        static_cast<std::uint8_t>(dev_->port_attr().active_mtu);
+    if (&addr != &my_addr_) {
+        my_addr_ = addr;
+    }
+    return status::ok;
+}
+
+bool verbs_iface::reachable(const wire_address &peer) const noexcept
+{
+    if (peer.magic != wire_address_magic || peer.version != wire_address_version ||
+        (peer.transports & (1U << static_cast<unsigned>(transport_kind::verbs))) == 0) {
+        return false;
+    }
+    const std::uint8_t link = peer.transport_specific[address_layout::verbs_link];
+    return link == (dev_->ethernet() ? 2 : 1) &&
+           address_u24(peer, address_layout::verbs_ud_qpn) != 0;
+}
+
+status verbs_iface::remote_address(src_id src, wire_address &out) const
+{
+    if (src >= conns_.size()) {
+        return status::no_entry;
+    }
+    out = conns_[src].peer;
+    return status::ok;
+}
+
+// ------------------------------------------------------------------ connections
+
+status verbs_iface::create_qp(conn &c)
+{
+    ibv_qp_init_attr qa{};
+    qa.send_cq = cq_;
+    qa.recv_cq = cq_;
+    qa.srq = srq_.get();
+    qa.cap.max_send_wr = tx_queue_;
+    qa.cap.max_send_sge = max_send_sge_;
+    qa.cap.max_inline_data = static_cast<std::uint32_t>(inline_);
+    qa.qp_type = IBV_QPT_RC;
+    c.qp.reset(ibv_create_qp(dev_->pd(), &qa));
+    if (c.qp == nullptr) {
+        WEFT_LOG(verbs, error, "%s: ibv_create_qp failed: %s", dev_->name().c_str(),
+                 std::strerror(errno));
+        return status::no_memory;
+    }
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = dev_->port();
+    a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    if (ibv_modify_qp(c.qp.get(), &a,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
+        WEFT_LOG(verbs, error, "RC queue pair to INIT: %s", std::strerror(errno));
+        c.qp.reset();
+        return status::no_device;
+    }
+    std::uint32_t ring = 1;
+    while (ring < tx_queue_) {
+        ring <<= 1;
+    }
+    c.ring.assign(ring, tx_rec{});
+    c.ring_mask = ring - 1;
+    c.local_psn = random_psn();
+    return status::ok;
+}
+
+status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn,
+                               std::uint32_t remote_psn, std::uint8_t mtu, std::uint32_t rd_atomic)
+{
+    conn &c = conns_[ci];
+    const wire_address &p = c.peer;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = std::min(mtu_, static_cast<ibv_mtu>(std::clamp<int>(mtu, 1, 5)));
+    a.dest_qp_num = remote_qpn;
+    a.rq_psn = remote_psn & 0xffffff;
+    a.max_dest_rd_atomic = static_cast<std::uint8_t>(rd_atomic_resp_);
+    a.min_rnr_timer = static_cast<std::uint8_t>(std::min<std::uint64_t>(cfg_.min_rnr_timer, 31));
+    a.ah_attr.port_num = dev_->port();
+    if (dev_->ethernet()) {
+        a.ah_attr.is_global = 1;
+        std::memcpy(a.ah_attr.grh.dgid.raw, p.transport_specific + address_layout::verbs_gid, 16);
+        a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(dev_->gid_index());
+        a.ah_attr.grh.hop_limit = 64;
+    } else {
+        std::uint16_t lid = 0;
+        std::memcpy(&lid, p.transport_specific + address_layout::verbs_lid, sizeof(lid));
+        a.ah_attr.dlid = lid;
+    }
+    if (ibv_modify_qp(c.qp.get(), &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                          IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+        WEFT_LOG(verbs, error, "RC queue pair to RTR (peer QPN %u): %s", remote_qpn,
+                 std::strerror(errno));
+        return status::no_device;
+    }
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = static_cast<std::uint8_t>(std::clamp<std::uint64_t>(cfg_.timeout, 1, 31));
+    a.retry_cnt = static_cast<std::uint8_t>(std::min<std::uint64_t>(cfg_.retry_count, 7));
+    a.rnr_retry = static_cast<std::uint8_t>(std::min<std::uint64_t>(cfg_.rnr_retry, 7));
+    a.sq_psn = c.local_psn;
+    a.max_rd_atomic =
+        static_cast<std::uint8_t>(std::max<std::uint32_t>(1, std::min(rd_atomic_init_, rd_atomic)));
+    if (ibv_modify_qp(c.qp.get(), &a,
+                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                          IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+        WEFT_LOG(verbs, error, "RC queue pair to RTS: %s", std::strerror(errno));
+        return status::no_device;
+    }
+    c.remote_qpn = remote_qpn;
+    c.peer_rd_atomic = rd_atomic;
+    by_qpn_.insert(c.qp->qp_num, ci);
+    return status::ok;
+}
+
+status verbs_iface::make_ah(conn &c)
+{
+    if (c.ah != nullptr) {
+        return status::ok;
+    }
+    ibv_ah_attr a{};
+    a.port_num = dev_->port();
+    if (dev_->ethernet()) {
+        a.is_global = 1;
+        std::memcpy(a.grh.dgid.raw, c.peer.transport_specific + address_layout::verbs_gid, 16);
+        a.grh.sgid_index = static_cast<std::uint8_t>(dev_->gid_index());
+        a.grh.hop_limit = 64;
+    } else {
+        std::uint16_t lid = 0;
+        std::memcpy(&lid, c.peer.transport_specific + address_layout::verbs_lid, sizeof(lid));
+        a.dlid = lid;
+    }
+    c.ah.reset(ibv_create_ah(dev_->pd(), &a));
+    if (c.ah == nullptr) {
+        WEFT_LOG(verbs, warn, "cannot create an address handle for peer pid %u: %s", c.peer.pid,
+                 std::strerror(errno));
+        return status::unreachable;
+    }
+    return status::ok;
+}
+
+std::uint32_t verbs_iface::new_conn(const wire_address &peer)
+{
+    const auto ci = static_cast<std::uint32_t>(conns_.size());
+    conns_.emplace_back();
+    conns_.back().peer = peer;
+    conns_.back().last_tx_us = now_cache_us_;
+    conn_by_key_[key_of(peer)] = ci;
+    return ci;
+}
+
+status verbs_iface::connect(const wire_address &peer, conn_id &out)
+{
+    if (!reachable(peer)) {
+        return status::unreachable;
+    }
+    const peer_key k = key_of(peer);
+    if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
+        out = it->second;
+        return conns_[it->second].state == conn_state::failed ? status::unreachable : status::ok;
+    }
+    const std::uint32_t ci = new_conn(peer);
+    if (const status st = create_qp(conns_[ci]); st != status::ok) {
+        conns_[ci].state = conn_state::failed;
+        conns_[ci].reported = true;  // nothing to report: it never existed for the peer
+        return st;
+    }
+    out = ci;
+    if (k == key_of(my_addr_)) {
+        // A loopback connection: the queue pair is connected to itself.
+        conn &c = conns_[ci];
+        c.self = true;
+        c.active = true;
+        if (const status st = connect_qp(ci, c.qp->qp_num, c.local_psn, mtu_, rd_atomic_resp_);
+            st != status::ok) {
+            c.state = conn_state::failed;
+            c.reported = true;
+            return st;
+        }
+        c.state = conn_state::ready;
+        return status::ok;
+    }
+    conn &c = conns_[ci];
+    c.active = true;
+    c.state = conn_state::requesting;
+    now_cache_us_ = now_us();
+    c.deadline_us = now_cache_us_ + cfg_.connect_timeout;
+    c.resend_us = std::max<std::uint64_t>(1000, cfg_.connect_retry);
+    c.next_resend_us = now_cache_us_ + c.resend_us;
+    handshaking_.push_back(ci);
+    ++stats_.connects_started;
+    if (send_cm(ci, cm_type::req) != status::ok) {
+        c.next_resend_us = now_cache_us_;  // the timer sends it
+    }
+    WEFT_LOG(verbs, debug, "connecting to pid %u endpoint %u (conn %u, QPN %u)", peer.pid,
+             peer.ep_id, ci, c.qp->qp_num);
+    return status::ok;
+}
+
+status verbs_iface::send_cm(std::uint32_t ci, cm_type type)
+{
+    conn &c = conns_[ci];
+    if (make_ah(c) != status::ok) {
+        return status::unreachable;
+    }
+    if (ud_send_free_.empty()) {
+        return status::again;
+    }
+    const std::uint32_t slot = ud_send_free_.back();
+    ud_send_free_.pop_back();
+    auto *buf = static_cast<std::uint8_t *>(ud_slab_.base) + std::size_t{slot} * ud_slot;
+    cm_msg m{};
+    m.magic = cm_magic;
+    m.version = cm_version;
+    m.type = static_cast<std::uint8_t>(type);
+    m.mtu = static_cast<std::uint8_t>(mtu_);
+    m.src_conn = ci;
+    m.dst_conn = type == cm_type::rep ? c.peer_conn : invalid_id;
+    m.qpn = c.qp->qp_num;
+    m.psn = c.local_psn;
+    m.rd_atomic = rd_atomic_resp_;
+    m.src = my_addr_;
+    m.dst = c.peer;
+    std::memcpy(buf, &m, sizeof(m));
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), sizeof(m), ud_slab_.mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(wr_kind::ud_send, slot);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = c.ah.get();
+    wr.wr.ud.remote_qpn = address_u24(c.peer, address_layout::verbs_ud_qpn);
+    wr.wr.ud.remote_qkey = cm_qkey;
+    ibv_send_wr *bad = nullptr;
+    if (ibv_post_send(ud_qp_.get(), &wr, &bad) != 0) {
+        ud_send_free_.push_back(slot);
+        return status::again;
+    }
+    return status::ok;
+}
+
+void verbs_iface::post_ud_recv(std::uint32_t index)
+{
+    auto *buf = static_cast<std::uint8_t *>(ud_slab_.base) + std::size_t{index} * ud_slot;
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), static_cast<std::uint32_t>(ud_slot),
+                ud_slab_.mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id(wr_kind::ud_recv, index);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr *bad = nullptr;
+    if (ibv_post_recv(ud_qp_.get(), &wr, &bad) != 0) {
+        WEFT_LOG(verbs, warn, "cannot repost a handshake receive: %s", std::strerror(errno));
+    }
+}
+
+void verbs_iface::on_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp)
+{
+    // Untrusted: anything on the fabric may send to our UD queue pair.
+    if (len < grh_bytes + sizeof(cm_msg)) {
+        ++stats_.handshake_dropped;
+        return;
+    }
+    cm_msg m;
+    std::memcpy(&m, buf + grh_bytes, sizeof(m));
+    const bool to_us = m.dst.node_id == node_id_ && m.dst.pid == pid_ && m.dst.ep_id == ep_id_ &&
+                       address_u24(m.dst, address_layout::verbs_ud_qpn) == ud_qp_->qp_num;
+    if (m.magic != cm_magic || m.version != cm_version || !reachable(m.src) || !to_us ||
+        address_u24(m.src, address_layout::verbs_ud_qpn) != src_qp || m.qpn == 0 ||
+        m.qpn > 0xffffff) {
+        ++stats_.handshake_dropped;
+        WEFT_LOG(verbs, debug, "dropped a malformed or stale handshake message (UD QPN %u)",
+                 src_qp);
+        return;
+    }
+    if (m.type == static_cast<std::uint8_t>(cm_type::req)) {
+        on_req(m);
+    } else if (m.type == static_cast<std::uint8_t>(cm_type::rep)) {
+        on_rep(m);
+    } else {
+        ++stats_.handshake_dropped;
+    }
+}
+
+void verbs_iface::on_req(const cm_msg &m)
+{
+    const peer_key k = key_of(m.src);
+    std::uint32_t ci = invalid_id;
+    if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
+        ci = it->second;
+        conn &c = conns_[ci];
+        switch (c.state) {
+            case conn_state::requesting:
+                // Both sides asked at once. The request of the smaller identity wins:
+                // the other side drops its own attempt and answers with the queue
+                // pair it had created, so exactly one pair of queue pairs results.
+                if (!key_less(k, key_of(my_addr_))) {
+                    return;  // ours wins; the peer will answer it
+                }
+                ++stats_.connects_crossed;
+                break;  // accept with the queue pair we already have
+            case conn_state::accepted:
+            case conn_state::ready:
+                if (m.qpn == c.remote_qpn && !c.active) {
+                    (void)send_cm(ci, cm_type::rep);  // our rep was lost: again
+                } else if (m.qpn != c.remote_qpn) {
+                    ++stats_.handshake_dropped;
+                }
+                return;
+            case conn_state::failed:
+                ++stats_.handshake_dropped;
+                return;
+        }
+    } else {
+        ci = new_conn(m.src);
+        if (create_qp(conns_[ci]) != status::ok) {
+            conns_[ci].state = conn_state::failed;
+            conns_[ci].reported = true;
+            return;
+        }
+        ++stats_.connects_accepted;
+    }
+    conn &c = conns_[ci];
+    c.active = false;
+    c.peer_conn = m.src_conn;
+    if (connect_qp(ci, m.qpn, m.psn, m.mtu, m.rd_atomic) != status::ok) {
+        fail_conn(ci, status::unreachable, "cannot connect the queue pair", 1);
+        return;
+    }
+    conns_[ci].state = conn_state::accepted;
+    // The requester may not be ready to receive until it has our answer: we
+    // send only after its first message (the rtu) arrives.
+    now_cache_us_ = now_us();
+    conns_[ci].deadline_us = now_cache_us_ + cfg_.connect_timeout;
+    if (std::find(handshaking_.begin(), handshaking_.end(), ci) == handshaking_.end()) {
+        handshaking_.push_back(ci);
+    }
+    (void)send_cm(ci, cm_type::rep);  // a lost rep: the requester asks again
+    WEFT_LOG(verbs, debug, "accepted a connection from pid %u endpoint %u (conn %u)", m.src.pid,
+             m.src.ep_id, ci);
+}
+
+void verbs_iface::on_rep(const cm_msg &m)
+{
+    if (m.dst_conn >= conns_.size()) {
+        ++stats_.handshake_dropped;
+        return;
+    }
+    const std::uint32_t ci = m.dst_conn;
+    conn &c = conns_[ci];
+    if (key_of(c.peer) != key_of(m.src)) {
+        ++stats_.handshake_dropped;
+        return;
+    }
+    if (c.state != conn_state::requesting) {
+        if (m.qpn != c.remote_qpn) {
+            ++stats_.handshake_dropped;
+        }
+        return;  // a duplicate answer
+    }
+    c.peer_conn = m.src_conn;
+    if (connect_qp(ci, m.qpn, m.psn, m.mtu, m.rd_atomic) != status::ok) {
+        fail_conn(ci, status::unreachable, "cannot connect the queue pair", 1);
+        return;
+    }
+    conns_[ci].state = conn_state::ready;
+    // Ready to receive and send: tell the responder it may send too.
+    if (send_ctl(ci, ctl::rtu) != status::ok) {
+        fail_conn(ci, status::unreachable, "cannot send the ready-to-use message", 1);
+        return;
+    }
+    WEFT_LOG(verbs, debug, "connected to pid %u endpoint %u (conn %u, QPN %u <-> %u)",
+             conns_[ci].peer.pid, conns_[ci].peer.ep_id, ci, conns_[ci].qp->qp_num, m.qpn);
+}
+
+void verbs_iface::fail_conn(std::uint32_t ci, status why, const char *reason, int level_warn)
+{
+    conn &c = conns_[ci];
+    if (c.state == conn_state::failed) {
+        return;
+    }
+    c.state = conn_state::failed;
+    ++stats_.conns_failed;
+    if (!closing_) {
+        if (level_warn != 0) {
+            WEFT_LOG(verbs, warn, "connection to pid %u endpoint %u failed: %s", c.peer.pid,
+                     c.peer.ep_id, reason);
+        } else {
+            WEFT_LOG(verbs, debug, "connection to pid %u endpoint %u ended: %s", c.peer.pid,
+                     c.peer.ep_id, reason);
+        }
+    }
+    // Flush what is outstanding: every posted request completes with a flush
+    // error, which releases its buffers and fails its reads.
+    if (c.qp != nullptr) {
+        ibv_qp_attr a{};
+        a.qp_state = IBV_QPS_ERR;
+        (void)ibv_modify_qp(c.qp.get(), &a, IBV_QP_STATE);
+    }
+    // Reads not yet posted fail now.
+    std::vector<std::uint32_t> waiting = std::move(c.pending_reads);
+    conns_[ci].pending_reads.clear();
+    for (std::uint32_t op : waiting) {
+        read_op &o = ops_pool_[op];
+        o.failed = true;
+        if (!o.reported) {
+            o.reported = true;
+            done_due_.push_back({o.cookie, why});
+        }
+        if (o.outstanding == 0) {
+            release_op(op);
+        }
+    }
+    if (!conns_[ci].reported) {
+        conns_[ci].reported = true;
+        fail_due_.push_back(ci);
+    }
+    (void)why;
+}
+
+void verbs_iface::tick()
+{
+    const std::uint64_t now = now_us();
+    now_cache_us_ = now;
+    // Handshakes: resend unanswered requests, give up on the silent.
+    for (std::size_t i = 0; i < handshaking_.size();) {
+        const std::uint32_t ci = handshaking_[i];
+        conn &c = conns_[ci];
+        if (c.state != conn_state::requesting && c.state != conn_state::accepted) {
+            handshaking_[i] = handshaking_.back();
+            handshaking_.pop_back();
+            continue;
+        }
+        if (now >= c.deadline_us) {
+            fail_conn(ci,
+                      status::unreachable,
+                      c.state == conn_state::requesting
+                          ? "no answer to the connection request (CONNECT_TIMEOUT)"
+                          : "the requester never confirmed the connection (CONNECT_TIMEOUT)",
+                      1);
+            continue;  // removed on the next pass
+        }
+        if (c.state == conn_state::requesting && now >= c.next_resend_us) {
+            if (send_cm(ci, cm_type::req) == status::ok) {
+                ++stats_.handshake_resends;
+            }
+            conns_[ci].resend_us = std::min<std::uint64_t>(conns_[ci].resend_us * 2, 1000000);
+            conns_[ci].next_resend_us = now + conns_[ci].resend_us;
+        }
+        ++i;
+    }
+    // Keepalive: a probe on a connection idle for KEEPALIVE. A dead peer does
+    // not acknowledge it, and the queue pair fails after its retries. The scan
+    // runs four times per interval, not at every tick (thousands of peers).
+    if (cfg_.keepalive != 0 && now >= next_keepalive_scan_us_) {
+        next_keepalive_scan_us_ = now + cfg_.keepalive / 4;
+        for (std::uint32_t ci = 0; ci < conns_.size(); ++ci) {
+            conn &c = conns_[ci];
+            if (c.state == conn_state::ready && !c.self && now - c.last_tx_us >= cfg_.keepalive &&
+                tx_room(c)) {
+                if (send_ctl(ci, ctl::keepalive) == status::ok) {
+                    ++stats_.keepalives;
+                    WEFT_LOG(verbs, trace, "keepalive to pid %u (conn %u)", c.peer.pid, ci);
+                }
+            }
+        }
+    }
+    // Reads waiting for send queue room.
+    if (!reads_waiting_.empty()) {
+        std::vector<std::uint32_t> waiting = std::move(reads_waiting_);
+        reads_waiting_.clear();
+        for (std::uint32_t ci : waiting) {
+            post_reads(ci);
+        }
+    }
+}
+
+// ------------------------------------------------------------------ send path
+
+status verbs_iface::not_ready(std::uint32_t ci) const noexcept
+{
+    return conns_[ci].state == conn_state::failed ? status::unreachable : status::again;
+}
+
+status verbs_iface::post_rc(std::uint32_t ci, ibv_send_wr &wr, tx_rec rec, bool force_signal)
+{
+    conn &c = conns_[ci];
+    const bool signal = must_signal(c, force_signal);
+    const std::uint32_t seq = c.sq_head;
+    wr.wr_id = rc_wr_id(ci, seq);
+    if (signal) {
+        wr.send_flags |= IBV_SEND_SIGNALED;
+    }
+    ibv_send_wr *bad = nullptr;
+    if (const int rc = ibv_post_send(c.qp.get(), &wr, &bad); rc != 0) [[unlikely]] {
+        WEFT_LOG(verbs, debug, "ibv_post_send: %s", std::strerror(rc));
+        return status::again;
+    }
+    c.ring[seq & c.ring_mask] = rec;
+    c.sq_head = seq + 1;
+    c.unsignaled = signal ? 0 : c.unsignaled + 1;
+    c.last_tx_us = now_cache_us_;
+    ++tx_outstanding_;
+    return status::ok;
+}
+
+status verbs_iface::send_short(iface *tl, conn_id ci, unsigned am_id, const void *hdr,
+                               std::size_t hdr_len, const void *payload, std::size_t len)
+{
+    auto *v = static_cast<verbs_iface *>(tl);
+    if (ci >= v->conns_.size() || am_id >= max_am_id || hdr_len + len > v->inline_) [[unlikely]] {
+        return status::invalid;
+    }
+    conn &c = v->conns_[ci];
+    if (c.state != conn_state::ready) [[unlikely]] {
+        return v->not_ready(ci);
+    }
+    if (!v->tx_room(c)) [[unlikely]] {
+        return status::again;
+    }
+    ibv_sge sge[2] = {
+        {reinterpret_cast<std::uintptr_t>(hdr), static_cast<std::uint32_t>(hdr_len), 0},
+        {reinterpret_cast<std::uintptr_t>(payload), static_cast<std::uint32_t>(len), 0},
+    };
+    ibv_send_wr wr{};
+    wr.sg_list = hdr_len != 0 ? sge : sge + 1;
+    wr.num_sge = (hdr_len != 0 ? 1 : 0) + (len != 0 ? 1 : 0);
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_INLINE;
+    wr.imm_data = htonl(am_id);
+    return v->post_rc(ci, wr, {rec_kind::plain, false, 0}, false);
+}
+
+status verbs_iface::send_bcopy(iface *tl, conn_id ci, unsigned am_id, const void *hdr,
+                               std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
+                               std::size_t offset, std::size_t len)
+{
+    auto *v = static_cast<verbs_iface *>(tl);
+    if (ci >= v->conns_.size() || am_id >= max_am_id || hdr_len > v->attr_.max_hdr ||
+        hdr_len + len > v->attr_.max_bcopy) [[unlikely]] {
+        return status::invalid;
+    }
+    conn &c = v->conns_[ci];
+    if (c.state != conn_state::ready) [[unlikely]] {
+        return v->not_ready(ci);
+    }
+    if (!v->tx_room(c) || v->bounce_free_.empty()) [[unlikely]] {
+        return status::again;
+    }
+    const std::uint32_t b = v->bounce_free_.back();
+    v->bounce_free_.pop_back();
+    std::uint8_t *buf = v->bounce_base_ + std::size_t{b} * v->cfg_.seg_size;
+    std::memcpy(buf, hdr, hdr_len);
+    std::uint8_t *to = buf + hdr_len;
+    std::size_t left = len;
+    for (std::size_t i = 0; i < iovcnt && left > 0; ++i) {
+        if (offset >= iov[i].iov_len) {
+            offset -= iov[i].iov_len;
+            continue;
+        }
+        const std::size_t n = std::min(iov[i].iov_len - offset, left);
+        std::memcpy(to, static_cast<const std::uint8_t *>(iov[i].iov_base) + offset, n);
+        to += n;
+        left -= n;
+        offset = 0;
+    }
+    const std::size_t total = hdr_len + len - left;
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), static_cast<std::uint32_t>(total),
+                v->bounce_lkey_};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htonl(am_id);
+    if (total <= v->inline_) {
+        wr.send_flags = IBV_SEND_INLINE;
+    }
+    const status st = v->post_rc(ci, wr, {rec_kind::bounce, false, b}, false);
+    if (st != status::ok) {
+        v->bounce_free_.push_back(b);
+    }
+    return st;
+}
+
+status verbs_iface::send_ctl(std::uint32_t ci, ctl code)
+{
+    conn &c = conns_[ci];
+    if (c.qp == nullptr || !tx_room(c)) {
+        return status::again;
+    }
+    ibv_send_wr wr{};
+    wr.num_sge = 0;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_INLINE;
+    wr.imm_data = htonl(ctl_imm(code));
+    return post_rc(ci, wr, {rec_kind::plain, false, 0}, code == ctl::disconnect);
+}
+
+// ------------------------------------------------------------------ zcopy: registration and RDMA read
+
+status verbs_iface::expose(const void *buf, std::size_t len, remote_buffer &out)
+{
+    if (len == 0) {
+        return status::not_supported;
+    }
+    base::rcache::region *r = nullptr;
+    if (const status st = dev_->rcache().get(buf, len, r); st != status::ok) {
+        return status::not_supported;  // the layer above falls back to a copy
+    }
+    const std::uint32_t rkey = r->rkey();
+    auto [it, fresh] = exposed_.try_emplace(rkey, r);
+    if (!fresh && it->second != r) {
+        // Cannot happen (an rkey names one live registration), but never mix them up.
+        dev_->rcache().put(r);
+        return status::not_supported;
+    }
+    ++exposed_refs_[rkey];
+    out.addr = reinterpret_cast<std::uint64_t>(buf);
+    out.key = rkey;
+    return status::ok;
+}
+
+void verbs_iface::unexpose(const remote_buffer &rb) noexcept
+{
+    const auto rkey = static_cast<std::uint32_t>(rb.key);
+    auto it = exposed_.find(rkey);
+    if (it == exposed_.end()) {
+        return;
+    }
+    base::rcache::region *r = it->second;
+    if (--exposed_refs_[rkey] == 0) {
+        exposed_refs_.erase(rkey);
+        exposed_.erase(it);
+    }
+    dev_->rcache().put(r);
+}
+
+status verbs_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
+                              const remote_buffer &rb, std::size_t len, std::uint64_t cookie)
+{
+    auto *v = static_cast<verbs_iface *>(tl);
+    if (src >= v->conns_.size() || iovcnt > max_sges) {
+        return status::invalid;
+    }
+    if (v->conns_[src].state == conn_state::failed) {
+        return status::unreachable;
+    }
+    if (len == 0) {
+        return status::ok;
+    }
+    if (rb.addr + len < rb.addr || rb.key > UINT32_MAX) {
+        return status::invalid;  // a forged descriptor: the layer above fails the receive
+    }
+    std::uint32_t op;
+    if (!v->ops_free_.empty()) {
+        op = v->ops_free_.back();
+        v->ops_free_.pop_back();
+    } else {
+        op = static_cast<std::uint32_t>(v->ops_pool_.size());
+        v->ops_pool_.emplace_back();
+    }
+    read_op &o = v->ops_pool_[op];
+    o = read_op{};
+    o.in_use = true;
+    o.cookie = cookie;
+    o.conn = src;
+    o.rb = rb;
+    o.len = len;
+    // Register the destination pieces that the read covers.
+    std::size_t left = len;
+    for (std::size_t i = 0; i < iovcnt && left > 0; ++i) {
+        const std::size_t n = std::min(iov[i].iov_len, left);
+        if (n == 0) {
+            continue;
+        }
+        base::rcache::region *r = nullptr;
+        if (const status st = v->dev_->rcache().get(iov[i].iov_base, n, r); st != status::ok) {
+            WEFT_LOG(verbs, debug, "cannot register a receive buffer (%p, %zu): %s",
+                     iov[i].iov_base, n, base::status_string(st));
+            v->release_op(op);
+            return status::access;
+        }
+        o.regions[o.nregions++] = r;
+        o.iov[o.iovcnt++] = {iov[i].iov_base, n};
+        left -= n;
+    }
+    if (left != 0) {
+        v->release_op(op);
+        return status::invalid;  // the buffers hold less than len
+    }
+    ++v->stats_.reads;
+    v->conns_[src].pending_reads.push_back(op);
+    v->post_reads(src);
+    return status::in_progress;
+}
+
+void verbs_iface::post_reads(std::uint32_t ci)
+{
+    while (!conns_[ci].pending_reads.empty()) {
+        conn &c = conns_[ci];
+        if (c.state != conn_state::ready || !tx_room(c)) {
+            break;
+        }
+        const std::uint32_t op = c.pending_reads.front();
+        read_op &o = ops_pool_[op];
+        // One request: up to read_chunk_ bytes over at most max_send_sge_ pieces.
+        ibv_sge sge[max_sges];
+        int nsge = 0;
+        std::size_t skip = o.posted;
+        std::size_t want = std::min(read_chunk_, o.len - o.posted);
+        std::size_t bytes = 0;
+        for (std::uint32_t i = 0; i < o.iovcnt && bytes < want &&
+                                  nsge < static_cast<int>(max_send_sge_);
+             ++i) {
+            if (skip >= o.iov[i].iov_len) {
+                skip -= o.iov[i].iov_len;
+                continue;
+            }
+            const std::size_t n = std::min(o.iov[i].iov_len - skip, want - bytes);
+            sge[nsge++] = {reinterpret_cast<std::uintptr_t>(o.iov[i].iov_base) + skip,
+                           static_cast<std::uint32_t>(n), o.regions[i]->lkey()};
+            bytes += n;
+            skip = 0;
+        }
+        const bool last = o.posted + bytes == o.len;
+        ibv_send_wr wr{};
+        wr.sg_list = sge;
+        wr.num_sge = nsge;
+        wr.opcode = IBV_WR_RDMA_READ;
+        wr.wr.rdma.remote_addr = o.rb.addr + o.posted;
+        wr.wr.rdma.rkey = static_cast<std::uint32_t>(o.rb.key);
+        if (post_rc(ci, wr, {rec_kind::read, last, op}, last) != status::ok) {
+            break;
+        }
+        o.posted += bytes;
+        ++o.outstanding;
+        if (last) {
+            auto &q = conns_[ci].pending_reads;
+            q.erase(q.begin());
+        }
+    }
+    // Left over for want of send queue room: tick() tries again.
+    if (!conns_[ci].pending_reads.empty() && conns_[ci].state == conn_state::ready &&
+        std::find(reads_waiting_.begin(), reads_waiting_.end(), ci) == reads_waiting_.end()) {
+        reads_waiting_.push_back(ci);
+    }
+}
+
+void verbs_iface::release_op(std::uint32_t op)
+{
+    read_op &o = ops_pool_[op];
+    for (std::uint32_t i = 0; i < o.nregions; ++i) {
+        dev_->rcache().put(o.regions[i]);
+    }
+    o.nregions = 0;
+    o.in_use = false;
+    ops_free_.push_back(op);
+}
+
+void verbs_iface::read_finished(std::uint32_t op, status st)
+{
+    read_op &o = ops_pool_[op];
+    if (!o.reported) {
+        o.reported = true;
+        done_due_.push_back({o.cookie, st});
+    }
+}
+
+// ------------------------------------------------------------------ completions
+
+void verbs_iface::retire(std::uint32_t ci, std::uint32_t upto, status st)
+{
+    conn &c = conns_[ci];
+    // upto is the sequence number of a completed request: it and every earlier
+    // one are done. Ignore numbers outside the outstanding window (cannot happen
+    // with a correct device; never walk past sq_head).
+    if (upto - c.sq_tail >= c.sq_head - c.sq_tail) {
+        return;
+    }
+    while (c.sq_tail != upto + 1) {
+        const tx_rec &r = c.ring[c.sq_tail & c.ring_mask];
+        switch (r.kind) {
+            case rec_kind::plain:
+                break;
+            case rec_kind::bounce:
+                bounce_free_.push_back(r.index);
+                break;
+            case rec_kind::read: {
+                read_op &o = ops_pool_[r.index];
+                --o.outstanding;
+                if (st != status::ok) {
+                    o.failed = true;
+                    read_finished(r.index, st);
+                } else if (r.last && !o.failed) {
+                    read_finished(r.index, status::ok);
+                }
+                if (o.outstanding == 0 && (o.reported || o.failed) &&
+                    (o.posted == o.len || o.failed)) {
+                    // Every posted piece retired and the op is over: drop the
+                    // registrations (failed ops still in pending_reads are
+                    // released by fail_conn).
+                    bool queued = false;
+                    for (std::uint32_t q : c.pending_reads) {
+                        queued = queued || q == r.index;
+                    }
+                    if (!queued) {
+                        release_op(r.index);
+                    }
+                }
+                break;
+            }
+        }
+        ++c.sq_tail;
+        --tx_outstanding_;
+    }
+}
+
+void verbs_iface::on_send_done(const ibv_wc &wc)
+{
+    const auto ci = static_cast<std::uint32_t>(wc.wr_id >> 32) & 0x3fffffffu;
+    const auto seq = static_cast<std::uint32_t>(wc.wr_id);
+    if (ci >= conns_.size()) [[unlikely]] {
+        return;
+    }
+    if (wc.status == IBV_WC_SUCCESS) [[likely]] {
+        retire(ci, seq, status::ok);
+        return;
+    }
+    WEFT_LOG(verbs, debug, "send completion error on conn %u: %s (vendor error %u)", ci,
+             wc_status_text(wc.status), wc.vendor_err);
+    // The first error says why; the flush errors after it only retire requests.
+    status st = status::unreachable;
+    if (wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_LOC_PROT_ERR) {
+        st = status::access;
+    }
+    if (wc.status != IBV_WC_WR_FLUSH_ERR && conns_[ci].state != conn_state::failed) {
+        char why[128];
+        std::snprintf(why, sizeof(why), "%s (%s)", wc_status_text(wc.status),
+                      wc.status == IBV_WC_REM_ACCESS_ERR
+                          ? "the peer refused the access: bad key or out of bounds"
+                      : wc.status == IBV_WC_RETRY_EXC_ERR ? "the peer does not answer"
+                                                          : "queue pair error");
+        fail_conn(ci, status::unreachable, why, 1);
+    } else {
+        fail_conn(ci, status::unreachable, "flushed", 0);
+    }
+    retire(ci, seq, st);
+}
+
+void verbs_iface::on_ctl(std::uint32_t ci, std::uint32_t imm)
+{
+    switch (static_cast<ctl>((imm >> imm_ctl_shift) & 0xff)) {
+        case ctl::rtu:
+        case ctl::keepalive:
+            return;  // receiving it made the connection ready; nothing else to do
+        case ctl::disconnect:
+            fail_conn(ci, status::unreachable, "the peer closed its endpoint", 0);
+            return;
+    }
+    ++stats_.dropped_msgs;
+}
+
+void verbs_iface::on_recv(const ibv_wc &wc, std::uint32_t *repost_idx, unsigned &nrepost)
+{
+    const auto index = static_cast<std::uint32_t>(wc.wr_id);
+    if (index >= rx_buf_.size()) [[unlikely]] {
+        return;
+    }
+    repost_idx[nrepost++] = index;
+    const std::uint32_t ci = by_qpn_.find(wc.qp_num);
+    if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
+        if (ci != invalid_id && wc.status != IBV_WC_WR_FLUSH_ERR) {
+            fail_conn(ci, status::unreachable, wc_status_text(wc.status), 1);
+        }
+        return;
+    }
+    if (ci == invalid_id || (wc.wc_flags & IBV_WC_WITH_IMM) == 0) [[unlikely]] {
+        ++stats_.dropped_msgs;
+        return;
+    }
+    conn &c = conns_[ci];
+    if (c.state != conn_state::ready) [[unlikely]] {
+        if (c.state == conn_state::accepted) {
+            c.state = conn_state::ready;  // the requester sent: it is ready
+        } else if (c.state == conn_state::failed) {
+            return;
+        }
+    }
+    const std::uint32_t imm = ntohl(wc.imm_data);
+    if ((imm & imm_ctl) != 0 || closing_) [[unlikely]] {
+        if (!closing_) {
+            on_ctl(ci, imm);
+        }
+        return;  // closing: the layer above is gone
+    }
+    // byte_len <= the buffer: the device fails a longer message (local length error).
+    handlers_.am(handlers_.arg, ci, imm & imm_am_mask, rx_buf_[index], wc.byte_len);
+}
+
+void verbs_iface::repost(const std::uint32_t *idx, unsigned n)
+{
+    ibv_recv_wr wr[64];
+    ibv_sge sge[64];
+    for (unsigned i = 0; i < n; ++i) {
+        sge[i] = {reinterpret_cast<std::uintptr_t>(rx_buf_[idx[i]]),
+                  static_cast<std::uint32_t>(cfg_.seg_size), rx_lkey_[idx[i]]};
+        wr[i] = {};
+        wr[i].wr_id = wr_id(wr_kind::srq_recv, idx[i]);
+        wr[i].sg_list = &sge[i];
+        wr[i].num_sge = 1;
+        wr[i].next = i + 1 < n ? &wr[i + 1] : nullptr;
+    }
+    ibv_recv_wr *bad = nullptr;
+    if (n != 0 && ibv_post_srq_recv(srq_.get(), wr, &bad) != 0) {
+        WEFT_LOG(verbs, error, "cannot repost receive buffers: %s", std::strerror(errno));
+    }
+}
+
+void verbs_iface::flush_upcalls()
+{
+    if (closing_) {
+        fail_due_.clear();
+        done_due_.clear();
+        return;
+    }
+    // Reads first: a receive whose read completed must not be failed by its
+    // peer's failure report.
+    while (!done_due_.empty()) {
+        const done d = done_due_.back();
+        done_due_.pop_back();
+        handlers_.get_done(handlers_.arg, d.cookie, d.st);
+    }
+    while (!fail_due_.empty()) {
+        const std::uint32_t ci = fail_due_.back();
+        fail_due_.pop_back();
+        handlers_.peer_failed(handlers_.arg, ci, ci, status::unreachable);
+    }
+}
+
+unsigned verbs_iface::progress(iface *tl)
+{
+    auto *v = static_cast<verbs_iface *>(tl);
+    ibv_wc wc[64];
+    const int n = ibv_poll_cq(v->cq_, static_cast<int>(v->batch_), wc);
+    if (n <= 0) [[likely]] {
+        if (--v->idle_countdown_ == 0) [[unlikely]] {
+            v->idle_countdown_ = idle_polls_per_tick;
+            v->tick();
+            v->flush_upcalls();
+        }
+        return 0;
+    }
+    std::uint32_t repost_idx[64];
+    unsigned nrepost = 0;
+    for (int i = 0; i < n; ++i) {
+        const ibv_wc &w = wc[i];
+        switch (static_cast<wr_kind>(w.wr_id >> wr_kind_shift)) {
+            case wr_kind::srq_recv:
+                v->on_recv(w, repost_idx, nrepost);
+                break;
+            case wr_kind::rc_send:
+                v->on_send_done(w);
+                break;
+            case wr_kind::ud_recv: {
+                const auto idx = static_cast<std::uint32_t>(w.wr_id);
+                if (idx < ud_recv_count) {
+                    if (w.status == IBV_WC_SUCCESS) {
+                        v->on_cm(static_cast<const std::uint8_t *>(v->ud_slab_.base) +
+                                     std::size_t{idx} * ud_slot,
+                                 w.byte_len, w.src_qp);
+                    }
+                    if (w.status != IBV_WC_WR_FLUSH_ERR) {
+                        v->post_ud_recv(idx);
+                    }
+                }
+                break;
+            }
+            case wr_kind::ud_send:
+                v->ud_send_free_.push_back(static_cast<std::uint32_t>(w.wr_id));
+                break;
+        }
+    }
+    v->repost(repost_idx, nrepost);
+    if (--v->idle_countdown_ == 0) [[unlikely]] {
+        v->idle_countdown_ = idle_polls_per_tick;
+        v->tick();
+    }
+    if (!v->done_due_.empty() || !v->fail_due_.empty()) [[unlikely]] {
+        v->flush_upcalls();
+    }
+    return static_cast<unsigned>(n);
+}
+
+// ------------------------------------------------------------------ introspection
+
+stats verbs_iface::counters() const noexcept
+{
+    stats s = stats_;
+    const base::rcache_stats rs = dev_->rcache().stats();
+    s.rcache_hits = rs.hits;
+    s.rcache_misses = rs.misses;
+    s.rcache_invalidations = rs.invalidations;
+    return s;
+}
+
+conn_info verbs_iface::info(conn_id ci) const noexcept
+{
+    if (ci >= conns_.size() || conns_[ci].qp == nullptr) {
+        return {};
+    }
+    const conn &c = conns_[ci];
+    return {c.qp->qp_num, c.remote_qpn, c.state == conn_state::ready};
+}
+
+}  // namespace
+
+base::result<std::unique_ptr<iface>> open(const open_params &p, const std::string &domain,
+                                          const config &cfg)
+{
+    auto dev = device::get(domain);
+    if (!dev.ok()) {
+        return dev.error();
+    }
+    auto tl = std::unique_ptr<verbs_iface>(new (std::nothrow) verbs_iface(p, dev.value(), cfg));
+    if (tl == nullptr) {
+        return status::no_memory;
+    }
+    if (const status st = tl->init(); st != status::ok) {
+        return st;
+    }
+    return std::unique_ptr<iface>(std::move(tl));
+}
+
+stats get_stats(const iface &tl) noexcept
+{
+    return static_cast<const verbs_iface &>(tl).counters();
+}
+
+conn_info get_conn_info(const iface &tl, conn_id conn) noexcept
+{
+    return static_cast<const verbs_iface &>(tl).info(conn);
+}
+
+}  // namespace weft::transport::verbs
