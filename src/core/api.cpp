@@ -342,6 +342,8 @@ int weft_cq_open(weft_domain_t *domain, const weft_cq_attr *attr, weft_cq_t **cq
     c->src.resize(ring);
     c->locked = core::domain_is_locked(domain);
     c->write_fn = core::cq_writer(format, c->locked);
+    c->read_fn = core::cq_reader(format, c->locked);
+    c->manual = domain->info.domain_attr.progress != WEFT_PROGRESS_AUTO;
     domain->refs.fetch_add(1, std::memory_order_acq_rel);
     *cq = c;
     return 0;
@@ -364,46 +366,10 @@ namespace {
 
 ssize_t cq_read_impl(weft_cq *cq, void *buf, std::size_t count, weft_addr_t *src_addr)
 {
-    if (cq == nullptr || (buf == nullptr && count != 0)) {
+    if (cq == nullptr || (buf == nullptr && count != 0)) [[unlikely]] {
         return -WEFT_EINVAL;
     }
-    if (cq->domain->info.domain_attr.progress != WEFT_PROGRESS_AUTO) {
-        cq->progress();
-    }
-    auto *out = static_cast<std::uint8_t *>(buf);
-    auto read = [&]() -> ssize_t {
-        if (!cq->errors.empty()) [[unlikely]] {
-            return -WEFT_EAVAIL;
-        }
-        std::size_t n = 0;
-        while (n < count && cq->head != cq->tail) {
-            const std::size_t idx = cq->head & cq->mask;
-            std::memcpy(out + n * cq->entry_size, cq->ring.data() + idx * cq->entry_size,
-                        cq->entry_size);
-            if (src_addr != nullptr) {
-                src_addr[n] = cq->src[idx];
-            }
-            ++cq->head;
-            ++n;
-        }
-        while (n < count && cq->head == cq->tail && !cq->overflow.empty())
-            [[unlikely]]
-            {
-                auto &[e, s] = cq->overflow.front();
-                std::memcpy(out + n * cq->entry_size, e.data(), cq->entry_size);
-                if (src_addr != nullptr) {
-                    src_addr[n] = s;
-                }
-                cq->overflow.pop_front();
-                ++n;
-            }
-        return n != 0 ? static_cast<ssize_t>(n) : -WEFT_EAGAIN;
-    };
-    if (cq->locked) {
-        weft::base::scoped_guard g(cq->lock);
-        return read();
-    }
-    return read();
+    return cq->read_fn(cq, buf, count, src_addr);  // per format and lock policy (core/ep.cpp)
 }
 
 }  // namespace

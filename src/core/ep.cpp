@@ -79,6 +79,73 @@ void cq_write_error(void *p, const proto::completion &c, const proto::completion
     static_cast<weft_cq *>(p)->push_error(c, e);
 }
 
+// ------------------------------------------------------------------ CQ readers
+
+template <weft_cq_format F>
+constexpr std::size_t entry_bytes = F == WEFT_CQ_FORMAT_CONTEXT ? sizeof(weft_cq_entry)
+                                    : F == WEFT_CQ_FORMAT_MSG   ? sizeof(weft_cq_msg_entry)
+                                    : F == WEFT_CQ_FORMAT_DATA  ? sizeof(weft_cq_data_entry)
+                                                                : sizeof(weft_cq_tagged_entry);
+
+/// Entries that did not fit the ring, after the ring's (the application stopped
+/// reading for a while): a slow path.
+[[gnu::cold]] std::size_t read_overflow(weft_cq *cq, std::uint8_t *out, std::size_t n,
+                                        std::size_t count, weft_addr_t *src)
+{
+    while (n < count && !cq->overflow.empty()) {
+        auto &[e, s] = cq->overflow.front();
+        std::memcpy(out + n * cq->entry_size, e.data(), cq->entry_size);
+        if (src != nullptr) {
+            src[n] = s;
+        }
+        cq->overflow.pop_front();
+        ++n;
+    }
+    return n;
+}
+
+template <weft_cq_format F>
+[[gnu::always_inline]] inline ssize_t read_entries(weft_cq *cq, void *buf, std::size_t count,
+                                                   weft_addr_t *src)
+{
+    if (!cq->errors.empty()) [[unlikely]] {
+        return -WEFT_EAVAIL;
+    }
+    // Fixed-size copies (the format is known here): no memcpy call per entry.
+    constexpr std::size_t e = entry_bytes<F>;
+    auto *out = static_cast<std::uint8_t *>(buf);
+    const std::uint8_t *ring = cq->ring.data();
+    std::uint64_t head = cq->head;
+    const std::uint64_t tail = cq->tail;
+    std::size_t n = 0;
+    for (; n < count && head != tail; ++n, ++head) {
+        const std::size_t idx = head & cq->mask;
+        std::memcpy(out + n * e, ring + idx * e, e);
+        if (src != nullptr) {
+            src[n] = cq->src[idx];
+        }
+    }
+    cq->head = head;
+    if (n < count && !cq->overflow.empty()) [[unlikely]] {
+        n = read_overflow(cq, out, n, count, src);
+    }
+    return n != 0 ? static_cast<ssize_t>(n) : -WEFT_EAGAIN;
+}
+
+template <weft_cq_format F, bool Locked>
+ssize_t cq_read(weft_cq *cq, void *buf, std::size_t count, weft_addr_t *src)
+{
+    if (cq->manual) [[likely]] {
+        cq->progress();  // outside the CQ lock: completions are written under it
+    }
+    if constexpr (Locked) {
+        base::scoped_guard g(cq->lock);
+        return read_entries<F>(cq, buf, count, src);
+    } else {
+        return read_entries<F>(cq, buf, count, src);
+    }
+}
+
 // ------------------------------------------------------------------ data-path ops per lock policy
 
 template <class Lock>
@@ -188,6 +255,25 @@ void (*cq_writer(weft_cq_format format, bool locked))(void *, const proto::compl
         case WEFT_CQ_FORMAT_TAGGED:
             return locked ? &cq_write<WEFT_CQ_FORMAT_TAGGED, true>
                           : &cq_write<WEFT_CQ_FORMAT_TAGGED, false>;
+    }
+    return nullptr;
+}
+
+ssize_t (*cq_reader(weft_cq_format format, bool locked))(weft_cq *, void *, std::size_t,
+                                                        weft_addr_t *)
+{
+    switch (format) {
+        case WEFT_CQ_FORMAT_CONTEXT:
+            return locked ? &cq_read<WEFT_CQ_FORMAT_CONTEXT, true>
+                          : &cq_read<WEFT_CQ_FORMAT_CONTEXT, false>;
+        case WEFT_CQ_FORMAT_MSG:
+            return locked ? &cq_read<WEFT_CQ_FORMAT_MSG, true> : &cq_read<WEFT_CQ_FORMAT_MSG, false>;
+        case WEFT_CQ_FORMAT_DATA:
+            return locked ? &cq_read<WEFT_CQ_FORMAT_DATA, true>
+                          : &cq_read<WEFT_CQ_FORMAT_DATA, false>;
+        case WEFT_CQ_FORMAT_TAGGED:
+            return locked ? &cq_read<WEFT_CQ_FORMAT_TAGGED, true>
+                          : &cq_read<WEFT_CQ_FORMAT_TAGGED, false>;
     }
     return nullptr;
 }

@@ -135,6 +135,9 @@ struct weft_cq : weft::core::refcounted {
     std::mutex eps_mutex;
 
     void (*write_fn)(void *cq, const weft::proto::completion &c) = nullptr;
+    /// weft_cq_read/readfrom for this format and lock policy (chosen at open).
+    ssize_t (*read_fn)(weft_cq *cq, void *buf, std::size_t count, weft_addr_t *src) = nullptr;
+    bool manual = true;  ///< manual progress: reads drive the bound endpoints
 
     [[nodiscard]] bool empty() const noexcept { return head == tail && overflow.empty(); }
     void push_error(const weft::proto::completion &c, const weft::proto::completion_error &e);

@@ -1053,7 +1053,7 @@ void tag_engine::free_unexpected(unexpected_record *u)
     unexp_pool_.put(u);
 }
 
-rx_source *tag_engine::source(unsigned tl, transport::src_id src)
+rx_source *tag_engine::source_slow(unsigned tl, transport::src_id src)
 {
     auto &v = sources_[tl];
     if (src >= v.size()) [[unlikely]] {

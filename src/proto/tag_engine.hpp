@@ -396,7 +396,19 @@ class tag_engine {
     {
         return params_.variable && total > params_.var_thresh;
     }
-    [[nodiscard]] rx_source *source(unsigned tl, transport::src_id src);
+    /// Receive-side state of sender `src` of transport `tl` (nullptr: id out of range).
+    [[nodiscard, gnu::always_inline]] rx_source *source(unsigned tl, transport::src_id src)
+    {
+        auto &v = sources_[tl];
+        if (src < v.size()) [[likely]] {
+            rx_source &s = v[src];
+            if (s.resolved) [[likely]] {
+                return &s;
+            }
+        }
+        return source_slow(tl, src);
+    }
+    [[gnu::cold, gnu::noinline]] rx_source *source_slow(unsigned tl, transport::src_id src);
     [[gnu::cold]] void resolve_source(unsigned tl, transport::src_id src, rx_source &s);
     [[gnu::cold]] void drop(unsigned tl, transport::src_id src, const char *why);
     void on_peer_failed(unsigned tl, transport::conn_id conn, transport::src_id src, status why);
