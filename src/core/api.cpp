@@ -395,6 +395,7 @@ ssize_t weft_cq_readerr(weft_cq_t *cq, weft_cq_err_entry *entry, uint64_t flags)
         }
         *entry = cq->errors.front();
         cq->errors.pop_front();
+        --cq->nerrors;
         return 1;
     };
     if (cq->locked) {
@@ -419,9 +420,9 @@ int weft_cq_wait(weft_cq_t *cq, int timeout_ms)
             bool ready;
             if (cq->locked) {
                 weft::base::scoped_guard g(cq->lock);
-                ready = !cq->empty() || !cq->errors.empty();
+                ready = !cq->empty() || cq->nerrors != 0;
             } else {
-                ready = !cq->empty() || !cq->errors.empty();
+                ready = !cq->empty() || cq->nerrors != 0;
             }
             if (ready) {
                 return 0;

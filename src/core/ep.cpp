@@ -47,12 +47,13 @@ template <weft_cq_format F>
     std::vector<std::uint8_t> e(cq->entry_size);
     fill_entry<F>(e.data(), c);
     cq->overflow.emplace_back(std::move(e), c.src);
+    ++cq->noverflow;
 }
 
 template <weft_cq_format F>
 [[gnu::always_inline]] inline void write_entry(weft_cq *cq, const proto::completion &c)
 {
-    if (cq->tail - cq->head <= cq->mask && cq->overflow.empty()) [[likely]] {
+    if (cq->tail - cq->head <= cq->mask && cq->noverflow == 0) [[likely]] {
         const std::size_t idx = cq->tail & cq->mask;
         fill_entry<F>(cq->ring.data() + idx * cq->entry_size, c);
         cq->src[idx] = c.src;
@@ -99,6 +100,7 @@ constexpr std::size_t entry_bytes = F == WEFT_CQ_FORMAT_CONTEXT ? sizeof(weft_cq
             src[n] = s;
         }
         cq->overflow.pop_front();
+        --cq->noverflow;
         ++n;
     }
     return n;
@@ -108,7 +110,7 @@ template <weft_cq_format F>
 [[gnu::always_inline]] inline ssize_t read_entries(weft_cq *cq, void *buf, std::size_t count,
                                                    weft_addr_t *src)
 {
-    if (!cq->errors.empty()) [[unlikely]] {
+    if (cq->nerrors != 0) [[unlikely]] {
         return -WEFT_EAVAIL;
     }
     // Fixed-size copies (the format is known here): no memcpy call per entry.
@@ -126,7 +128,7 @@ template <weft_cq_format F>
         }
     }
     cq->head = head;
-    if (n < count && !cq->overflow.empty()) [[unlikely]] {
+    if (n < count && cq->noverflow != 0) [[unlikely]] {
         n = read_overflow(cq, out, n, count, src);
     }
     return n != 0 ? static_cast<ssize_t>(n) : -WEFT_EAGAIN;
@@ -406,6 +408,7 @@ int ep_enable(weft_ep *ep)
             if (std::find(cq->eps.begin(), cq->eps.end(), ep) == cq->eps.end()) {
                 cq->eps.push_back(ep);
             }
+            cq->single_ep = cq->eps.size() == 1 ? cq->eps.front() : nullptr;
         }
     }
     for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
@@ -431,6 +434,7 @@ void ep_disable(weft_ep *ep)
         if (cq != nullptr) {
             std::lock_guard g(cq->eps_mutex);
             std::erase(cq->eps, ep);
+            cq->single_ep = cq->eps.size() == 1 ? cq->eps.front() : nullptr;
         }
     }
     for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {

@@ -197,8 +197,10 @@ void weft_cq::push_error(const weft::proto::completion &c, const weft::proto::co
     if (locked) {
         weft::base::scoped_guard g(lock);
         errors.push_back(err);
+        ++nerrors;
     } else {
         errors.push_back(err);
+        ++nerrors;
     }
 }
 
@@ -227,6 +229,9 @@ unsigned progress_bound(Obj &o, bool locked)
 
 unsigned weft_cq::progress()
 {
+    if (!locked && single_ep != nullptr) [[likely]] {
+        return single_ep->ops->progress(single_ep);
+    }
     return progress_bound(*this, locked);
 }
 

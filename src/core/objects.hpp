@@ -129,6 +129,13 @@ struct weft_cq : weft::core::refcounted {
     /// reading); they keep their order after the ring's.
     std::deque<std::pair<std::vector<std::uint8_t>, weft_addr_t>> overflow;
     std::deque<weft_cq_err_entry> errors;
+    /// errors.size() and overflow.size(), kept so that the read fast path checks
+    /// one cache line instead of two deques.
+    std::size_t nerrors = 0;
+    std::size_t noverflow = 0;
+    /// The only bound endpoint, when there is exactly one (the common case): an
+    /// unlocked CQ's progress calls it directly.
+    weft_ep *single_ep = nullptr;
     bool locked = true;  ///< thread-safe domain: writes and reads take `lock`
     weft::base::spin_lock lock;
     std::vector<weft_ep *> eps;  ///< bound endpoints, progressed by reads
@@ -139,7 +146,7 @@ struct weft_cq : weft::core::refcounted {
     ssize_t (*read_fn)(weft_cq *cq, void *buf, std::size_t count, weft_addr_t *src) = nullptr;
     bool manual = true;  ///< manual progress: reads drive the bound endpoints
 
-    [[nodiscard]] bool empty() const noexcept { return head == tail && overflow.empty(); }
+    [[nodiscard]] bool empty() const noexcept { return head == tail && noverflow == 0; }
     void push_error(const weft::proto::completion &c, const weft::proto::completion_error &e);
     /// Progress every bound endpoint (manual progress).
     unsigned progress();

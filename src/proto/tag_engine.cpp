@@ -361,21 +361,13 @@ void tag_engine::progress_updates()
     }
 }
 
-void tag_engine::release(peer_state *p, std::uint32_t n)
-{
-    p->cr.on_released(n, pool_);
-    if (p->cr.needs_explicit_update() && !closing_ && !p->failed) [[unlikely]] {
-        send_update(p);
-    }
-}
-
-peer_state *tag_engine::credit_peer(unsigned tl, transport::src_id src)
+peer_state *tag_engine::credit_peer_slow(unsigned tl, transport::src_id src)
 {
     rx_source *s = source(tl, src);
     if (s == nullptr) {
         return nullptr;
     }
-    if (s->peer != nullptr) [[likely]] {
+    if (s->peer != nullptr) {
         return s->peer;
     }
     // First message from this sender: its credits live in the same peer record
@@ -892,17 +884,29 @@ void tag_engine::progress_pending()
 
 unsigned tag_engine::progress()
 {
-    unsigned n = 0;
-    for (unsigned i = 0; i < npoll_; ++i) {
-        n += transport::progress(poll_tls_[i]);
+    unsigned n;
+    if (npoll_ == 1) [[likely]] {
+        n = transport::progress(poll_tls_[0]);
+    } else {
+        n = 0;
+        for (unsigned i = 0; i < npoll_; ++i) {
+            n += transport::progress(poll_tls_[i]);
+        }
     }
-    if (pending_peers_ != nullptr) [[unlikely]] {
-        progress_pending();
-    }
-    if (!updates_due_.empty()) [[unlikely]] {
-        progress_updates();
+    if (pending_peers_ != nullptr || !updates_due_.empty()) [[unlikely]] {
+        progress_queued();
     }
     return n;
+}
+
+void tag_engine::progress_queued()
+{
+    if (pending_peers_ != nullptr) {
+        progress_pending();
+    }
+    if (!updates_due_.empty()) {
+        progress_updates();
+    }
 }
 
 // ------------------------------------------------------------------ receive side
@@ -1101,42 +1105,28 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
         len -= sizeof(credit_prefix);
         am &= ~am_credit_flag;
     }
-    if (!e->params_.credits) [[unlikely]] {
-        e->dispatch(c->index, src, am, bytes, len);
-        return;
-    }
-    peer_state *p = e->credit_peer(c->index, src);
-    if (p == nullptr) [[unlikely]] {
-        e->drop(c->index, src, "no flow-control state for the sender");
-        return;
-    }
-    const bool counted = metered(am);
-    if (am == unsigned(am_id::credit_update)) {
-        // Uses one receive credit, released at once, and returns `returned`.
-        if (p->cr.on_explicit_update(returned, e->pool_) != status::ok) [[unlikely]] {
-            WEFT_LOG(proto, error, "credit update from sender %u overruns its window: dropped",
-                     src);
+    // Credits off: p stays nullptr (hold() keeps no credits then) and nothing is metered.
+    peer_state *p = nullptr;
+    bool counted = false;
+    if (e->params_.credits) [[likely]] {
+        p = e->credit_peer(c->index, src);
+        if (p == nullptr) [[unlikely]] {
+            e->drop(c->index, src, "no flow-control state for the sender");
             return;
         }
-        if (p->cr.needs_explicit_update() && !p->failed) {
-            e->send_update(p);
+        if (am == unsigned(am_id::credit_update)) [[unlikely]] {
+            e->on_credit_update(p, src, returned);
+            return;
         }
-        return;
-    }
-    if (counted && p->cr.on_message_received(1, e->pool_) != status::ok) [[unlikely]] {
-        WEFT_LOG(proto, error,
-                 "sender %u of transport %u overran its receive credits: message dropped", src,
-                 c->index);
-        return;
-    }
-    if (returned != 0) {
-        if (p->cr.on_credits_returned(returned) != status::ok) [[unlikely]] {
-            WEFT_LOG(proto, error, "sender %u returned %u credits, beyond any window: ignored", src,
-                     returned);
-        } else if (p->cr.needs_explicit_update() && !p->failed) [[unlikely]] {
-            // An update that waited for a send credit can go now, even if this
-            // message's own buffer stays held.
-            e->send_update(p);
+        counted = metered(am);
+        if (counted && p->cr.on_message_received(1, e->pool_) != status::ok) [[unlikely]] {
+            WEFT_LOG(proto, error,
+                     "sender %u of transport %u overran its receive credits: message dropped",
+                     src, c->index);
+            return;
+        }
+        if (returned != 0) [[unlikely]] {
+            e->on_returned(p, src, returned);
         }
     }
     // Self delivers inside a send, so handlers can nest: keep the outer state.
@@ -1150,6 +1140,30 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
     }
     e->rx_peer_ = outer_peer;
     e->rx_held_ = outer_held;
+}
+
+void tag_engine::on_credit_update(peer_state *p, transport::src_id src, std::uint32_t returned)
+{
+    // Uses one receive credit, released at once, and returns `returned`.
+    if (p->cr.on_explicit_update(returned, pool_) != status::ok) [[unlikely]] {
+        WEFT_LOG(proto, error, "credit update from sender %u overruns its window: dropped", src);
+        return;
+    }
+    if (p->cr.needs_explicit_update() && !p->failed) {
+        send_update(p);
+    }
+}
+
+void tag_engine::on_returned(peer_state *p, transport::src_id src, std::uint32_t returned)
+{
+    if (p->cr.on_credits_returned(returned) != status::ok) [[unlikely]] {
+        WEFT_LOG(proto, error, "sender %u returned %u credits, beyond any window: ignored", src,
+                 returned);
+    } else if (p->cr.needs_explicit_update() && !p->failed) [[unlikely]] {
+        // An update that waited for a send credit can go now, even if this
+        // message's own buffer stays held.
+        send_update(p);
+    }
 }
 
 void tag_engine::hold(unexpected_record *u)

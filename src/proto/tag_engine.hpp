@@ -350,8 +350,29 @@ class tag_engine {
     void reserve(peer_state *p, send_request *r, std::uint32_t n) noexcept;
     void unreserve(send_request *r, std::uint32_t n) noexcept;
     [[gnu::cold]] bool attach_credits(peer_state *p);
-    [[nodiscard]] peer_state *credit_peer(unsigned tl, transport::src_id src);
-    void release(peer_state *p, std::uint32_t n);
+    /// The peer record holding the credits of sender `src` (created on its first message).
+    [[nodiscard, gnu::always_inline]] peer_state *credit_peer(unsigned tl, transport::src_id src)
+    {
+        auto &v = sources_[tl];
+        if (src < v.size() && v[src].resolved && v[src].peer != nullptr) [[likely]] {
+            return v[src].peer;
+        }
+        return credit_peer_slow(tl, src);
+    }
+    [[gnu::cold, gnu::noinline]] peer_state *credit_peer_slow(unsigned tl, transport::src_id src);
+    [[gnu::cold, gnu::noinline]] void on_credit_update(peer_state *p, transport::src_id src,
+                                                       std::uint32_t returned);
+    [[gnu::cold, gnu::noinline]] void on_returned(peer_state *p, transport::src_id src,
+                                                  std::uint32_t returned);
+    /// The buffers of `n` received wire messages from `p` are free: credits become
+    /// returnable (an explicit update if they reach the threshold).
+    [[gnu::always_inline]] void release(peer_state *p, std::uint32_t n)
+    {
+        p->cr.on_released(n, pool_);
+        if (p->cr.needs_explicit_update() && !closing_ && !p->failed) [[unlikely]] {
+            send_update(p);
+        }
+    }
     void send_update(peer_state *p);
     void progress_updates();
     [[nodiscard]] int send_rndv(peer_state *p, const send_args &a);
@@ -365,6 +386,7 @@ class tag_engine {
     void push_queue(peer_state *p);
     bool push_list(peer_state *p, send_request *&head, send_request *&tail);
     void progress_pending();
+    [[gnu::cold, gnu::noinline]] void progress_queued();
     void mark_failed(std::uint32_t index);
     void complete_send(void *context, std::uint64_t flags, std::uint64_t tag);
 
@@ -379,8 +401,8 @@ class tag_engine {
     void on_frag(unsigned tl, transport::src_id src, const eager_frag_hdr &h, const void *payload,
                  std::size_t len);
     void on_rts(unsigned tl, transport::src_id src, const rndv_rts_hdr &h);
-    void dispatch(unsigned tl, transport::src_id src, unsigned am, const std::uint8_t *bytes,
-                  std::size_t len);
+    [[gnu::always_inline]] inline void dispatch(unsigned tl, transport::src_id src, unsigned am,
+                                                const std::uint8_t *bytes, std::size_t len);
     void hold(unexpected_record *u);
     void on_fin(const rndv_fin_hdr &h);
     void on_cts(unsigned tl, transport::src_id src, const rndv_cts_hdr &h);
