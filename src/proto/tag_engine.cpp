@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/copy.hpp"
 #include "base/log.hpp"
 #include "weft/weft.h"
 
@@ -272,15 +273,15 @@ bool tag_engine::credit_take(peer_state *p, unsigned am, std::uint32_t &returned
     return true;
 }
 
-status tag_engine::tx_short(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
-                            const void *payload, std::size_t len)
+status tag_engine::tx_short_slow(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
+                                 const void *payload, std::size_t len)
 {
     std::uint32_t n;
     if (!credit_take(p, unsigned(am), n)) [[unlikely]] {
         return status::busy;  // no credit: the caller queues the message
     }
     status st;
-    if (n == 0) [[likely]] {
+    if (n == 0) {
         st = transport::send_short(p->tl, p->conn, unsigned(am), hdr, hlen, payload, len);
     } else {
         alignas(8) std::uint8_t buf[sizeof(credit_prefix) + 64];
@@ -1271,19 +1272,26 @@ void tag_engine::on_message(unsigned tl, transport::src_id src, std::uint64_t ta
     posted_recv *pr = matcher_.match_posted(s->av, tag);
     if (pr != nullptr) [[likely]] {
         auto *r = static_cast<recv_request *>(pr);
+        if (r->iovcnt == 1 && len <= r->capacity) [[likely]] {
+            // The common case, completed here: one buffer that holds the message.
+            if (len <= 64) [[likely]] {
+                base::copy_small(r->iov[0].iov_base, payload, len);  // 0 bytes: buffer may be NULL
+            } else {
+                std::memcpy(r->iov[0].iov_base, payload, len);
+            }
+            rx.success({r->context, recv_flags | flags, len, r->iov[0].iov_base, data, tag,
+                        reported_src(s->av)},
+                       !rx.selective || (r->op_flags & WEFT_COMPLETION) != 0);
+            recv_pool_.put(r);
+            return;
+        }
         r->msg_tag = tag;
         r->msg_data = data;
         r->msg_flags = flags;
         r->msg_src = s->av;
         r->total = len;
         r->received = len;
-        if (r->iovcnt == 1 && len <= r->capacity) [[likely]] {
-            if (len != 0) {  // a zero-byte receive may have a NULL buffer
-                std::memcpy(r->iov[0].iov_base, payload, len);
-            }
-        } else {
-            copy_to_iov(r->iov.data(), r->iovcnt, 0, payload, len);
-        }
+        copy_to_iov(r->iov.data(), r->iovcnt, 0, payload, len);
         complete_recv(r);
         return;
     }

@@ -322,12 +322,34 @@ class tag_engine {
 
     [[nodiscard]] peer_state *peer_for(std::uint64_t dest, int &rc);
     [[gnu::cold]] peer_state *connect_peer(std::uint64_t dest, int &rc);
-    [[nodiscard]] status send_now(peer_state *p, const send_args &a);
+    [[nodiscard, gnu::always_inline]] inline status send_now(peer_state *p, const send_args &a);
     [[nodiscard]] int queue_send(peer_state *p, const send_args &a);
     [[nodiscard]] status push(peer_state *p, send_request *r);
     [[nodiscard]] status push_eager(peer_state *p, send_request *r);
-    [[nodiscard]] status tx_short(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
-                                  const void *payload, std::size_t len);
+    /// Send a short protocol message (credits consumed, returns piggybacked).
+    /// Inline for the common case: a metered message that spends a credit and has
+    /// fewer returnable credits than a piggyback batch (or credits are off).
+    [[nodiscard, gnu::always_inline]] status tx_short(peer_state *p, am_id am, const void *hdr,
+                                                      std::size_t hlen, const void *payload,
+                                                      std::size_t len)
+    {
+        if (!params_.credits) [[unlikely]] {
+            return transport::send_short(p->tl, p->conn, unsigned(am), hdr, hlen, payload, len);
+        }
+        if (metered(unsigned(am)) && p->cr.send_credits() > 1 &&
+            p->cr.returnable() < piggyback_min_) [[likely]] {
+            (void)p->cr.try_consume(1);  // > 1 credit: ok, nothing must ride along
+            const status st =
+                transport::send_short(p->tl, p->conn, unsigned(am), hdr, hlen, payload, len);
+            if (st != status::ok) [[unlikely]] {
+                p->cr.refund(1);
+            }
+            return st;
+        }
+        return tx_short_slow(p, am, hdr, hlen, payload, len);
+    }
+    [[nodiscard]] status tx_short_slow(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
+                                       const void *payload, std::size_t len);
     [[nodiscard]] status tx_bcopy(peer_state *p, am_id am, const void *hdr, std::size_t hlen,
                                   const iovec *iov, std::size_t iovcnt, std::size_t offset,
                                   std::size_t len);

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/copy.hpp"
 #include "base/log.hpp"
 #include "transport/shm/fifo_inl.hpp"
 #include "transport/shm/segment.hpp"
@@ -375,12 +376,9 @@ status shm_iface::send_short(iface *tl, conn_id conn, unsigned am_id, const void
     if (c == nullptr) [[unlikely]] {
         return s->send_full(conn);
     }
-    if (hdr_len != 0) {
-        std::memcpy(c->data, hdr, hdr_len);
-    }
-    if (len != 0) {
-        std::memcpy(c->data + hdr_len, payload, len);
-    }
+    static_assert(max_inline <= 64, "copy_small copies at most 64 bytes");
+    base::copy_small(c->data, hdr, hdr_len);
+    base::copy_small(c->data + hdr_len, payload, len);
     fifo_publish(c, pos, am_id, cell_kind::inline_data, t.v.slot,
                  static_cast<std::uint32_t>(total));
     return status::ok;
