@@ -28,7 +28,8 @@ usage: perf/compare.sh [options] [WEFT_PERF]
   --no-check             skip the --verify pass before the timed runs
   -h, --help
 Arguments after -- go to weft_perf unchanged (e.g. -- --window 128).
-Environment: MPIRUN (default mpirun), UCX_TLS (passed through; unset = UCX's choice).
+Environment: MPIRUN (default mpirun), UCX_TLS (passed through; unset = UCX's choice),
+WEFT_PLOT_WHAT (the plot title's transport, default "shared memory").
 EOF
 }
 
@@ -228,7 +229,7 @@ cp "$work/results.csv" "$out/results.csv"
 if command -v gnuplot >/dev/null 2>&1; then
     present_benches=$(awk -F, 'NR > 1 && !s[$1]++ { printf "%s%s", n++ ? " " : "", $1 }' "$work/results.csv")
     present_backends=$(awk -F, 'NR > 1 && !s[$3]++ { printf "%s%s", n++ ? " " : "", $3 }' "$work/results.csv")
-    gnuplot -e "csv='$out/results.csv'; out='$out/results.png'; benches='$present_benches'; backends='$present_backends'; subtitle='  [median of $reps reps]'" \
+    gnuplot -e "csv='$out/results.csv'; out='$out/results.png'; benches='$present_benches'; backends='$present_backends'; subtitle='  [median of $reps reps]'; what='${WEFT_PLOT_WHAT:-shared memory}'" \
         "$script_dir/weft_perf.gnuplot" || die "gnuplot failed"
     [ -s "$out/results.png" ] || die "gnuplot wrote no $out/results.png"
 else

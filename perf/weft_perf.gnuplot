@@ -13,6 +13,7 @@ if (!exists("out")) { out = "results.png" }
 if (!exists("benches")) { benches = "lat bw bibw rate" }
 if (!exists("backends")) { backends = "weft ucx" }
 if (!exists("subtitle")) { subtitle = "" }
+if (!exists("what")) { what = "shared memory" }
 
 set terminal pngcairo size 1400,1000 font "DejaVu Sans,10"
 set output out
@@ -21,7 +22,7 @@ set datafile separator ","
 n = words(benches)
 rows = (n <= 2) ? 1 : 2
 cols = (n == 1) ? 1 : 2
-set multiplot layout rows,cols title "weft vs UCX (weft\\_perf, shared memory, 2 processes)".subtitle
+set multiplot layout rows,cols title "weft vs UCX (weft\\_perf, ".what.", 2 processes)".subtitle
 
 set logscale x 2
 set logscale y 10
