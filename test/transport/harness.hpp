@@ -39,9 +39,9 @@ inline constexpr std::uint64_t base_caps = WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRE
 
 /// Size around which messages switch from one bcopy unit to several fragments.
 /// weft.h does not expose it (WEFT_OPT_EAGER_SIZE was dropped), so tests use the
-/// shm transport's default bcopy unit (WEFT_SHM_BCOPY_SIZE = 8 KiB) and also
+/// shm transport's default bcopy unit (WEFT_SHM_BCOPY_SIZE = 8256 bytes) and also
 /// sizes around 64 KiB (the self transport's unit) and far above both.
-inline constexpr std::size_t assumed_eager_size = 8192;
+inline constexpr std::size_t assumed_eager_size = 8256;
 
 /// Time limit of a single wait inside a child, in milliseconds.
 inline constexpr int default_wait_ms = 30000;

@@ -56,7 +56,9 @@ constexpr base::config_field config_fields[] = {
     base::make_field<&config::fifo_size>("FIFO_SIZE", base::config_type::size, "256",
                                          "cells in each endpoint's receive FIFO (power of two, "
                                          "2..1m)"),
-    base::make_field<&config::bcopy_size>("BCOPY_SIZE", base::config_type::size, "8k",
+    // 8 KiB + 64: an 8 KiB message and its header fit one slot, and slots are not
+    // all page-aligned (docs/shm.md, "Why 8256").
+    base::make_field<&config::bcopy_size>("BCOPY_SIZE", base::config_type::size, "8256",
                                           "bytes of each cell's bounce slot = largest bcopy "
                                           "message (multiple of 64, 256..1m)"),
     base::make_field<&config::peer_check_interval>(

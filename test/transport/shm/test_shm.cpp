@@ -1090,7 +1090,7 @@ TEST(shm, config_table_defaults)
         EXPECT_EQ(c.fifo_size, 256U);
     }
     if (getenv("WEFT_SHM_BCOPY_SIZE") == nullptr) {
-        EXPECT_EQ(c.bcopy_size, 8192U);
+        EXPECT_EQ(c.bcopy_size, 8256U);  // 8 KiB + 64: docs/shm.md, "Why 8256"
     }
     if (getenv("WEFT_SHM_PEER_CHECK_INTERVAL") == nullptr) {
         EXPECT_EQ(c.peer_check_interval, 10000U);
