@@ -3,7 +3,9 @@
 # (contrib/rxe-vm/run-in-rxe-vm.sh; rxe0 and rxe1 on the two ends of a veth pair)
 # and run, inside it, the verbs-specific tests and the generic transport suites
 # instantiated over verbs (rank r uses port r mod 2, so traffic crosses devices).
-# Programs are built on the host; the guest runs the host's userland.
+# Then the MPI test programs over the weft MTL with WEFT_TRANSPORTS=self,verbs
+# (test/mpi/run_mpi_tests.sh: 2 and 4 ranks, one rxe port). Programs are built on
+# the host; the guest runs the host's userland.
 #
 # Exit status (automake's test protocol): 0 all passed; 77 skipped, with the reason
 # printed, when the VM cannot run here (not root, no qemu/kernel, no x86_64);
@@ -44,6 +46,16 @@ run test_verbs --gtest_filter='$filter'
 run test_transport --gtest_filter='*/verbs'
 run test_variable --gtest_filter='*/verbs'
 run test_credit_flow --gtest_filter='*/verbs'
+# MPI programs over the weft MTL with verbs as the only transport between ranks.
+if [ -f ./.libs/mca_mtl_weft.so ] && [ -x ./test/mpi/mpi_p2p ] && command -v mpirun >/dev/null; then
+    start=\$(date +%s)
+    WEFT_TRANSPORTS=self,verbs $top/test/mpi/run_mpi_tests.sh 2>&1
+    st=\$?
+    echo "guest: MPI over verbs (run_mpi_tests.sh, WEFT_TRANSPORTS=self,verbs) exit \$st in \$(( \$(date +%s) - start )) s"
+    [ \$st -eq 0 ] || rc=1
+else
+    echo "guest: MPI over verbs not run: no MTL component, MPI test programs or mpirun in this build"
+fi
 exit \$rc
 GUEST
 )
