@@ -26,13 +26,32 @@ constexpr std::uint64_t default_caps =
 /// Also offered, when asked for (they change receive semantics).
 constexpr std::uint64_t supported_caps = default_caps | WEFT_VARIABLE_MSG;
 
-bool valid_threading(weft_threading t)
+/// The integer an application stored in an enum field of a weft.h struct. Reading
+/// the field as its enum type is undefined behaviour when the value is none of the
+/// enumerators (a C caller may store anything), so validation reads the bytes.
+template <typename E>
+int raw_enum(const E &field)
 {
-    return t >= WEFT_THREAD_UNSPEC && t <= WEFT_THREAD_DOMAIN;
+    static_assert(sizeof(E) == sizeof(int), "weft.h enums are int-sized");
+    int v;
+    std::memcpy(&v, &field, sizeof(v));
+    return v;
 }
-bool valid_progress(weft_progress p)
+
+bool valid_threading(const weft_threading &t)
 {
-    return p >= WEFT_PROGRESS_UNSPEC && p <= WEFT_PROGRESS_AUTO;
+    const int v = raw_enum(t);
+    return v >= WEFT_THREAD_UNSPEC && v <= WEFT_THREAD_DOMAIN;
+}
+bool valid_progress(const weft_progress &p)
+{
+    const int v = raw_enum(p);
+    return v >= WEFT_PROGRESS_UNSPEC && v <= WEFT_PROGRESS_AUTO;
+}
+bool valid_credit_mode(const weft_credit_mode &m)
+{
+    const int v = raw_enum(m);
+    return v == WEFT_CREDITS_QUEUE || v == WEFT_CREDITS_EAGAIN;
 }
 
 void fill_info(weft_info &i, const char *name, const weft_info *hints, const core::core_config &cfg)
@@ -66,8 +85,7 @@ void fill_info(weft_info &i, const char *name, const weft_info *hints, const cor
 bool info_ok(const weft_info *info)
 {
     return info != nullptr && valid_threading(info->domain_attr.threading) &&
-           (info->ep_attr.credit_mode == WEFT_CREDITS_QUEUE ||
-            info->ep_attr.credit_mode == WEFT_CREDITS_EAGAIN) &&
+           valid_credit_mode(info->ep_attr.credit_mode) &&
            valid_progress(info->domain_attr.progress) && (info->caps & ~supported_caps) == 0;
 }
 
@@ -318,10 +336,11 @@ int weft_cq_open(weft_domain_t *domain, const weft_cq_attr *attr, weft_cq_t **cq
     if (domain == nullptr || cq == nullptr) {
         return -WEFT_EINVAL;
     }
-    const weft_cq_format format = attr != nullptr ? attr->format : WEFT_CQ_FORMAT_CONTEXT;
-    if (format < WEFT_CQ_FORMAT_CONTEXT || format > WEFT_CQ_FORMAT_TAGGED) {
+    const int raw_format = attr != nullptr ? raw_enum(attr->format) : WEFT_CQ_FORMAT_CONTEXT;
+    if (raw_format < WEFT_CQ_FORMAT_CONTEXT || raw_format > WEFT_CQ_FORMAT_TAGGED) {
         return -WEFT_EINVAL;
     }
+    const auto format = static_cast<weft_cq_format>(raw_format);
     std::size_t size = attr != nullptr && attr->size != 0 ? attr->size : domain->cfg.cq_size;
     if (size > (std::size_t(1) << 24)) {
         return -WEFT_EINVAL;

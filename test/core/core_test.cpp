@@ -113,7 +113,10 @@ TEST(getinfo, hints_filter_and_bad_hints_fail)
     hints->caps = WEFT_RMA;  // not offered yet: nothing matches
     EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), -WEFT_ENODEV);
     hints->caps = 0;
-    hints->domain_attr.threading = static_cast<weft_threading>(42);
+    // What a C caller can store: 42 is no enumerator (a C++ static_cast to the enum
+    // would itself be undefined), so write the bytes.
+    const int bad_threading = 42;
+    std::memcpy(&hints->domain_attr.threading, &bad_threading, sizeof(bad_threading));
     EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), -WEFT_EINVAL);
     {
         weft::test::expect_log_errors logged(1);  // the version mismatch is logged

@@ -640,7 +640,8 @@ std::string transport_unavailable(const std::string &transport, std::uint64_t ca
                 }
             }
         }
-        const bool expired = elapsed_ms(start) > static_cast<std::int64_t>(opt.timeout_s) * 1000;
+        const bool expired =
+            elapsed_ms(start) > static_cast<std::int64_t>(opt.timeout_s) * 1000 * sanitizer_slowdown;
         if (running > 0 && (first_failed >= 0 || expired)) {
             timed_out = first_failed < 0;
             for (child &k : kids) {

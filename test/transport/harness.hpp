@@ -43,8 +43,15 @@ inline constexpr std::uint64_t base_caps = WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRE
 /// sizes around 64 KiB (the self transport's unit) and far above both.
 inline constexpr std::size_t assumed_eager_size = 8256;
 
+/// Sanitizer builds run several times slower (every copy is checked): waits and
+/// run limits are scaled by this factor there, so a slow run is not a hang.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr int sanitizer_slowdown = 4;
+#else
+inline constexpr int sanitizer_slowdown = 1;
+#endif
 /// Time limit of a single wait inside a child, in milliseconds.
-inline constexpr int default_wait_ms = 30000;
+inline constexpr int default_wait_ms = 30000 * sanitizer_slowdown;
 
 /// One completion read from the CQ (tagged format) with its source, or an error entry.
 struct completion {
