@@ -47,7 +47,7 @@ OMPI_MODULE_DECLSPEC mtl_weft_component_t mca_mtl_weft_component = {
         },
     .priority = 10,
     .verbose = 0,
-    .flow_control = false,
+    .flow_control = true,
 };
 
 mtl_weft_module_t mtl_weft = {
@@ -90,10 +90,10 @@ static int mtl_weft_component_register(void)
         &mca_mtl_weft_component.verbose);
     mca_base_component_var_register(
         &mca_mtl_weft_component.super.mtl_version, "flow_control",
-        "weft's credit-based flow control (sets WEFT_CREDITS unless the environment has it). "
-        "Off by default: weft's credits stay with unexpected messages until they are matched, "
-        "so a sender with unmatched messages could block its later messages to the same peer, "
-        "which MPI forbids (docs/mpi.md)",
+        "weft's credit-based flow control (sets WEFT_CREDITS unless the environment has it): "
+        "a peer buffers at most one credit window of eager data per sender; messages beyond "
+        "it travel as rendezvous headers, so unmatched messages never block later ones "
+        "(docs/mpi.md)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_mtl_weft_component.flow_control);
     return OMPI_SUCCESS;

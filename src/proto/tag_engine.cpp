@@ -426,7 +426,7 @@ std::size_t tag_engine::message_cost(std::size_t len) const noexcept
         return 0;
     }
     if (len > params_.rndv_thresh) {
-        return 1;  // the rendezvous header; the data is read in place
+        return 0;  // a rendezvous header spends no credit; the data is read in place
     }
     // The cost depends on the transport a peer is reached by: answer the most any
     // of this endpoint's transports would charge, so an application that sends
@@ -500,7 +500,35 @@ int tag_engine::send(const send_args &a)
     if (a.len > params_.rndv_thresh && (a.flags & WEFT_INJECT) == 0) {
         return send_rndv(p, a);
     }
+    // Queue mode, nothing queued ahead, and the credits cannot carry the whole
+    // eager message now: send it as a rendezvous (an unmetered header; the data
+    // waits here) instead of waiting for credits that unmatched messages may hold.
+    if (params_.credits && !params_.credit_eagain && p->pending_head == nullptr &&
+        !eager_credits_ok(p, eager_cost(p, hdr, a.len))) {
+        return send_rndv(p, a);
+    }
     return queue_send(p, a);
+}
+
+bool tag_engine::eager_credits_ok(const peer_state *p, std::uint32_t cost) noexcept
+{
+    if (!p->cr.attached()) {
+        return true;
+    }
+    // The whole message at once, the last credit only with returns riding along:
+    // a message whose first fragment went out never waits for credits for the rest.
+    const std::uint32_t sc = p->cr.send_credits();
+    return sc > cost || (sc == cost && p->cr.returnable() > 0);
+}
+
+void tag_engine::to_rndv(peer_state *p, send_request *r)
+{
+    unreserve(r, r->reserved);  // a rendezvous header spends no credit
+    r->kind = send_kind::rndv_rts;
+    r->started = false;
+    r->zcopy = r->iovcnt == 1 && r->total != 0 &&
+               p->tl->expose(r->iov[0].iov_base, r->total, r->rb) == status::ok;
+    r->id = rndv_sends_.add(r);
 }
 
 send_request *tag_engine::new_request(peer_state *p, send_kind kind)
@@ -620,11 +648,23 @@ int tag_engine::send_rndv(peer_state *p, const send_args &a)
     r->tag = a.tag;
     r->data = a.data;
     r->has_data = (a.flags & WEFT_REMOTE_CQ_DATA) != 0;
+    if ((a.flags & WEFT_INJECT) != 0) {
+        // An inject under credit pressure: the caller's buffer is free on return,
+        // so the rendezvous reads the library's copy.
+        r->owned = static_cast<std::uint8_t *>(std::malloc(std::max<std::size_t>(a.len, 1)));
+        if (r->owned == nullptr) {
+            free_send(r);
+            return -WEFT_ENOMEM;
+        }
+        copy_from_iov(r->owned, a.iov, a.iovcnt, 0, a.len);
+        r->iov[0] = {r->owned, a.len};
+        r->iovcnt = 1;
+    }
     // One contiguous buffer can be read in place by the receiver; a gather list
     // goes through the clear-to-send path.
-    r->zcopy = a.iovcnt == 1 && p->tl->expose(a.iov[0].iov_base, a.len, r->rb) == status::ok;
+    r->zcopy = r->iovcnt == 1 && a.len != 0 &&
+               p->tl->expose(r->iov[0].iov_base, a.len, r->rb) == status::ok;
     r->id = rndv_sends_.add(r);
-    reserve(p, r, 1);  // the rts
     enqueue(p, r);
     push_peer(p);
     return 0;
@@ -710,8 +750,7 @@ int tag_engine::queue_send(peer_state *p, const send_args &a)
     r->data = a.data;
     r->has_data = (a.flags & WEFT_REMOTE_CQ_DATA) != 0;
     r->msg_id = p->next_msg_id++;
-    reserve(p, r,
-            eager_cost(p, r->has_data ? sizeof(eager_data_hdr) : sizeof(eager_hdr), a.len));
+    reserve(p, r, eager_cost(p, r->has_data ? sizeof(eager_data_hdr) : sizeof(eager_hdr), a.len));
     if ((a.flags & WEFT_INJECT) != 0) {
         // The caller may reuse its buffer on return: keep a copy.
         r->owned = static_cast<std::uint8_t *>(std::malloc(std::max<std::size_t>(a.len, 1)));
@@ -734,6 +773,13 @@ status tag_engine::push(peer_state *p, send_request *r)
 {
     switch (r->kind) {
         case send_kind::eager:
+            if (!r->started && params_.credits && !params_.credit_eagain &&
+                !eager_credits_ok(
+                    p, eager_cost(p, r->has_data ? sizeof(eager_data_hdr) : sizeof(eager_hdr),
+                                  r->total))) {
+                to_rndv(p, r);  // see send(): its credits may never come
+                return push(p, r);
+            }
             return push_eager(p, r);
         case send_kind::control:
             return tx_short(p, static_cast<am_id>(r->ctl_am), r->ctl_hdr, r->total, nullptr, 0);
@@ -750,9 +796,6 @@ status tag_engine::push(peer_state *p, send_request *r)
                                   ? tx_short(p, am_id::rndv_rts, &h, sizeof(h), nullptr, 0)
                                   : tx_bcopy(p, am_id::rndv_rts, &h, sizeof(h), &none, 1, 0, 0);
             r->started = st == status::ok;
-            if (st == status::ok) {
-                unreserve(r, 1);
-            }
             return st;
         }
         case send_kind::rndv_data:
@@ -1122,8 +1165,8 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
         counted = metered(am);
         if (counted && p->cr.on_message_received(1, e->pool_) != status::ok) [[unlikely]] {
             WEFT_LOG(proto, error,
-                     "sender %u of transport %u overran its receive credits: message dropped",
-                     src, c->index);
+                     "sender %u of transport %u overran its receive credits: message dropped", src,
+                     c->index);
             return;
         }
         if (returned != 0) [[unlikely]] {
@@ -1133,7 +1176,7 @@ void tag_engine::am_handler(void *arg, transport::src_id src, unsigned am, const
     // Self delivers inside a send, so handlers can nest: keep the outer state.
     peer_state *const outer_peer = e->rx_peer_;
     const bool outer_held = e->rx_held_;
-    e->rx_peer_ = p;
+    e->rx_peer_ = counted ? p : nullptr;  // hold() keeps credits of metered messages only
     e->rx_held_ = false;
     e->dispatch(c->index, src, am, bytes, len);
     if (counted && !e->rx_held_) [[likely]] {
@@ -1413,7 +1456,7 @@ void tag_engine::on_rts(unsigned tl, transport::src_id src, const rndv_rts_hdr &
              s == nullptr ? "sender id out of range" : "rendezvous inside a fragmented message");
         return;
     }
-    if (h.total_len == 0 || h.total_len > params_.max_msg_size) [[unlikely]] {
+    if (h.total_len > params_.max_msg_size) [[unlikely]] {
         drop(tl, src, "bad rendezvous length");
         return;
     }
@@ -1461,6 +1504,13 @@ void tag_engine::rndv_start(recv_request *r, const rndv_info &rv)
     r->rndv_src = rv.src;
     r->rndv_sreq = rv.sreq;
     r->reading = false;
+    if (r->total == 0) {
+        // A zero-byte message sent as a rendezvous (credit pressure): nothing to move.
+        const rndv_fin_hdr f{rv.sreq, fin_done, 0};
+        send_control(reply, am_id::rndv_fin, &f, sizeof(f));
+        complete_recv(r);
+        return;
+    }
     r->rreq_id = rndv_recvs_.add(r);
     transport::iface *tl = tls_[rv.tl];
     if ((rv.flags & rts_flag_zcopy) != 0 && tl->ops().get_zcopy != nullptr) {
@@ -1561,8 +1611,7 @@ void tag_engine::on_rndv_data(unsigned tl, transport::src_id src, const rndv_dat
 {
     recv_request *r = rndv_recvs_.find(h.rreq);
     if (r == nullptr || r->reading || r->rndv_tl != tl || r->rndv_src != src ||
-        h.offset != r->received ||
-        len > r->total - r->received) [[unlikely]] {
+        h.offset != r->received || len > r->total - r->received) [[unlikely]] {
         drop(tl, src, "rendezvous data out of sequence or for an unknown receive");
         return;
     }

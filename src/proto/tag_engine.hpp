@@ -369,6 +369,10 @@ class tag_engine {
     /// Credits (wire messages) an eager send of `len` bytes costs towards `p`.
     [[nodiscard]] static std::uint32_t eager_cost(const peer_state *p, std::size_t hdr,
                                                   std::size_t len) noexcept;
+    /// The credits can carry a whole eager message of `cost` wire messages now.
+    [[nodiscard]] static bool eager_credits_ok(const peer_state *p, std::uint32_t cost) noexcept;
+    /// Turn a queued eager request (not started) into a rendezvous.
+    void to_rndv(peer_state *p, send_request *r);
     void reserve(peer_state *p, send_request *r, std::uint32_t n) noexcept;
     void unreserve(send_request *r, std::uint32_t n) noexcept;
     [[gnu::cold]] bool attach_credits(peer_state *p);

@@ -25,15 +25,17 @@ enum class am_id : std::uint8_t {
 };
 inline constexpr unsigned am_id_count = 10;
 
-/// Whether a message spends a receive credit (docs/credits.md). Only messages the
-/// receiver may have to keep (unexpected data, rendezvous headers) are metered.
+/// Whether a message spends a receive credit (docs/credits.md). Only eager data
+/// (the messages whose payload the receiver may have to keep) is metered.
+/// Rendezvous headers are not: under credit pressure an eager message is sent as
+/// a rendezvous instead (its data waits at the sender, the receiver keeps a
+/// header record), so a message that a posted receive waits for can always get
+/// through, whatever unmatched messages hold the credits: the MPI progress rule.
 /// Rendezvous replies and data are solicited: a cts is sent only for a posted
-/// receive whose buffer takes the data, and fin/cts are consumed on arrival. If
-/// they spent credits, data for an earlier matched message could wait for credits
-/// that later, unexpected messages hold: a deadlock no credit rule can break.
+/// receive whose buffer takes the data, and fin/cts are consumed on arrival.
 [[nodiscard]] constexpr bool metered(unsigned am) noexcept
 {
-    return am >= unsigned(am_id::eager) && am <= unsigned(am_id::rndv_rts);
+    return am >= unsigned(am_id::eager) && am <= unsigned(am_id::eager_frag);
 }
 
 /// Set in the transport's active-message id when a credit_prefix precedes the

@@ -367,6 +367,7 @@ weft_info *make_hints(const std::string &transport, std::uint64_t caps)
 
     weft_info *hints = make_hints(transport, base_caps | opt.extra_caps);
     WEFT_TCHECK(hints != nullptr);
+    hints->domain_attr.progress = opt.progress;
     WEFT_TCHECK_OK(weft_getinfo(WEFT_API_VERSION, hints, &c.info));
     weft_info_free(hints);
     WEFT_TCHECK(c.info != nullptr);
@@ -640,8 +641,8 @@ std::string transport_unavailable(const std::string &transport, std::uint64_t ca
                 }
             }
         }
-        const bool expired =
-            elapsed_ms(start) > static_cast<std::int64_t>(opt.timeout_s) * 1000 * sanitizer_slowdown;
+        const bool expired = elapsed_ms(start) >
+                             static_cast<std::int64_t>(opt.timeout_s) * 1000 * sanitizer_slowdown;
         if (running > 0 && (first_failed >= 0 || expired)) {
             timed_out = first_failed < 0;
             for (child &k : kids) {

@@ -146,6 +146,9 @@ struct run_options {
     std::uint64_t extra_caps = 0;
     bool counters = false;          ///< open and bind tx_cntr / rx_cntr
     bool allow_log_errors = false;  ///< the test provokes errors the library may log
+    /// Domain progress model; WEFT_PROGRESS_AUTO: a weft thread drives the
+    /// endpoint, and the harness's CQ reads do not (they never progress then).
+    weft_progress progress = WEFT_PROGRESS_UNSPEC;
 };
 
 /// Fork `nranks` processes (one for the self transport) and run `body` in each.

@@ -279,3 +279,40 @@ TEST_P(transport_cq, cq_wait)
 WEFT_TRANSPORT_SUITE(transport_cq);
 
 }  // namespace
+
+// WEFT_PROGRESS_AUTO: a weft thread per domain drives the endpoint, and reading
+// the CQ does not. Messages both ways, small and above the rendezvous threshold
+// (whose protocol needs both sides' progress), complete while the test only reads
+// the CQ, which under auto progress never drives the transports itself.
+TEST_P(transport_cq, auto_progress_completes_operations)
+{
+    weft::test::run_options opt;
+    opt.progress = WEFT_PROGRESS_AUTO;
+    const ::testing::AssertionResult result = run(
+        2,
+        [](rank_ctx &c) {
+            WEFT_TCHECK_EQ(c.info->domain_attr.progress, WEFT_PROGRESS_AUTO);
+            const int other = c.loopback ? 0 : 1 - c.rank;
+            for (const std::size_t len : {std::size_t{8}, c.rndv_threshold + 4096}) {
+                std::vector<unsigned char> sbuf(len), rbuf(len + 64, fill_byte);
+                fill_pattern(sbuf.data(), len, seed_of(len, c.rank));
+                c.post("trecv", [&] {
+                    return weft_trecv(c.ep, rbuf.data(), len + 64, nullptr, c.peer(other), len, 0,
+                                      op_ctx(1));
+                });
+                c.barrier();
+                c.post("tsend", [&] {
+                    return weft_tsend(c.ep, sbuf.data(), len, nullptr, c.peer(other), len,
+                                      op_ctx(2));
+                });
+                const weft_cq_tagged_entry r = c.wait_ok(op_ctx(1));
+                WEFT_TCHECK_EQ(r.len, len);
+                check_payload(rbuf.data(), len, len + 64, seed_of(len, other),
+                              "auto progress, " + std::to_string(len) + " bytes");
+                (void)c.wait_ok(op_ctx(2));
+                c.barrier();
+            }
+        },
+        opt);
+    ASSERT_TRUE(result);
+}
