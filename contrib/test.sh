@@ -8,13 +8,17 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "${WEFT_BUILD_DIR:-$top/build}"
 status=0
 make -j"$(nproc)" check || status=$?
-# Show the logs of failed tests (automake keeps them in *.log files).
-if [ "$status" -ne 0 ]; then
-    for t in $(grep -l '^FAIL\|^ERROR' $(find . -name '*.trs') 2>/dev/null | sed 's/\.trs$/.log/'); do
-        echo "===== $t"; tail -n 60 "$t"
-    done
-fi
 make check-headers >/dev/null || { echo "check-headers failed"; status=1; }
+# Show what failed (automake keeps each test's output in its .log file), last,
+# so it stays in view right above the summary: the lines that name a failure,
+# then the end of the log.
+for trs in $(grep -l '^:test-result: \(FAIL\|ERROR\|XPASS\)' $(find . -name '*.trs') 2>/dev/null); do
+    log=${trs%.trs}.log
+    echo "===== $log: failure lines"
+    grep -n -E 'Failure|FAILED|[Ff]ailed|error|Error|timed out|Timeout|signal|Abort' "$log" | head -n 40 || true
+    echo "===== $log: last lines"
+    tail -n 25 "$log"
+done
 # The plain summary line CI reads. grep exits 1 when it counts nothing, which
 # set -e with pipefail would take for a failure: count with awk instead.
 count() { find . -name '*.trs' -exec cat {} + 2>/dev/null | awk -v re="$1" '$0 ~ re { n++ } END { print n + 0 }'; }

@@ -50,12 +50,24 @@ std::uint64_t mix(std::uint64_t x)
 struct shared_region {
     std::atomic<std::uint32_t> arrived;     ///< processes in the current barrier
     std::atomic<std::uint32_t> generation;  ///< barrier episodes completed
+    std::atomic<std::uint64_t> progress;    ///< rank_ctx::note_progress / progress_mark
     std::uint32_t nranks;
     std::size_t addr_len[max_ranks];
     unsigned char addr[max_ranks][max_addr_len];
 };
-static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free &&
+                  std::atomic<std::uint64_t>::is_always_lock_free,
               "process-shared barrier needs lock-free atomics");
+
+void rank_ctx::note_progress()
+{
+    shared->progress.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t rank_ctx::progress_mark() const
+{
+    return shared->progress.load(std::memory_order_relaxed);
+}
 
 // ------------------------------------------------------------------ checks
 
@@ -323,16 +335,23 @@ void rank_ctx::barrier()
         shared->generation.fetch_add(1, std::memory_order_release);
         return;
     }
-    const auto start = clock_type::now();
+    // The time limit runs from the last note_progress() of any rank: a rank
+    // that finished early may wait long for one that still works.
+    auto start = clock_type::now();
+    std::uint64_t mark = progress_mark();
     while (shared->generation.load(std::memory_order_acquire) == gen) {
         // Keep driving progress: a peer may need us to drain its sends to get here.
         if (ep != nullptr) {
             poll();
         }
+        if (const std::uint64_t now_mark = progress_mark(); now_mark != mark) {
+            mark = now_mark;
+            start = clock_type::now();
+        }
         if (elapsed_ms(start) > default_wait_ms) {
-            check_failed(
-                __FILE__, __LINE__, "barrier",
-                "the other ranks did not arrive within " + std::to_string(default_wait_ms) + " ms");
+            check_failed(__FILE__, __LINE__, "barrier",
+                         "the other ranks did not arrive (nor report progress) within " +
+                             std::to_string(default_wait_ms) + " ms");
         }
         sched_yield();
     }

@@ -106,6 +106,11 @@ class rank_ctx {
 
     /// Process-shared barrier that drives progress (and reads the CQ) while it waits.
     void barrier();
+    /// A counter shared by every rank of the run: a rank that completes work
+    /// bumps it, and a rank waiting on others tells a slow peer from a stuck one
+    /// by whether it still moves.
+    void note_progress();
+    [[nodiscard]] std::uint64_t progress_mark() const;
     /// Read every available CQ entry (tagged format) into the pending list.
     void poll();
     /// Remove and return the completion of the operation posted with `context`.

@@ -228,6 +228,7 @@ void flood(rank_ctx &c)
             }
             std::memset(got, 0, 64);  // a stale slot must not pass the next check
             std::memset(got + msg_len - 64, 0, 64);
+            c.note_progress();
             drain_send_completions(c, send_done, sends_done);
         }
         for (int s = 0; s < senders; ++s) {
@@ -239,19 +240,28 @@ void flood(rank_ctx &c)
     }
 
     // Every send completes successfully (completions are taken as they come:
-    // over "self" they interleave with the receives above).
+    // over "self" they interleave with the receives above). A sender may wait
+    // long for its next completion without anything being wrong: any-source
+    // receives take the unexpected headers in arrival order, and with credits
+    // off one sender's whole backlog can arrive before another's next header.
+    // So the stall check watches the receiver (note_progress above): a run is
+    // stuck only when neither this sender's sends nor the receiver move.
     const auto t_wait = std::chrono::steady_clock::now();
     auto last_progress = t_wait;
+    std::uint64_t mark = c.progress_mark();
     while (sends_done < per_ep_sends) {
         const std::size_t before = sends_done;
         c.poll();
         drain_send_completions(c, send_done, sends_done);
-        if (sends_done != before) {
+        const std::uint64_t now_mark = c.progress_mark();
+        if (sends_done != before || now_mark != mark) {
             last_progress = std::chrono::steady_clock::now();
+            mark = now_mark;
         }
         WEFT_TCHECK_MSG(seconds_since(last_progress) < 30,
-                        "no send completion for 30 s; " + std::to_string(sends_done) + " of " +
-                            std::to_string(per_ep_sends) + " completed");
+                        "no send completion and no receive at rank 0 for 30 s; " +
+                            std::to_string(sends_done) + " of " + std::to_string(per_ep_sends) +
+                            " sends completed");
         sched_yield();
     }
 }
