@@ -75,6 +75,12 @@ struct alignas(128) segment_control {
     std::atomic<std::uint32_t> reg_gen;
     /// Set to 1 by the owner when it closes the endpoint: senders fail later sends.
     std::atomic<std::uint32_t> closed;
+    /// CLOCK_MONOTONIC microseconds of the owner's last progress call or send
+    /// while it had buffers exposed for rendezvous (its own cache line: only
+    /// the owner writes it; a peer reads it once per claim). A receiver that
+    /// sees it stale reads the data with CMA instead of waiting for the owner
+    /// to copy it (docs/shm.md, "Rendezvous").
+    alignas(64) std::atomic<std::uint64_t> active_us;
 };
 static_assert(sizeof(segment_control) == 128);
 
@@ -89,6 +95,7 @@ struct segment_header {
     alignas(128) std::atomic<std::uint32_t> tail;
 };
 static_assert(sizeof(segment_header) == 384, "segment header is a wire format");
+static_assert(offsetof(segment_header, ctl) + offsetof(segment_control, active_us) == 192);
 static_assert(std::is_standard_layout_v<segment_header>);
 
 /// sender_slot::state: kind in bits 32..39, the registering pid in bits 0..31.

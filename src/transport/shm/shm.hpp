@@ -22,7 +22,8 @@ struct config {
     std::uint64_t rx_batch;             ///< RX_BATCH: most messages handled per progress call
     bool cleanup_stale;        ///< CLEANUP_STALE: unlink segments of dead processes on open
     base::config_ternary cma;  ///< CMA: read peers' buffers with process_vm_readv (rendezvous)
-    std::size_t cma_min;       ///< CMA_MIN: smallest message read with CMA
+    std::size_t cma_min;       ///< CMA_MIN: smallest message always read with CMA
+    std::uint64_t cma_idle;    ///< CMA_IDLE: us a sender must not have progressed for CMA below CMA_MIN (0: never)
 };
 
 /// The "SHM" table; registered by the core, loaded with base::config_load().
@@ -40,6 +41,7 @@ struct stats {
     std::uint64_t peer_checks;        ///< liveness checks run
     std::uint64_t tx_full;            ///< sends that found the peer's FIFO full
     std::uint64_t slots_released;     ///< sender slots of dead/closed senders freed again
+    std::uint64_t idle_sender_reads;  ///< claims below CMA_MIN read with CMA: the sender was idle
 };
 
 /// The counters of an shm transport instance; nullptr if `tl` is not one.

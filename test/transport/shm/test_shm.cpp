@@ -338,15 +338,6 @@ TEST(shm, get_zcopy_reads_the_exposed_buffer)
     for (std::size_t i = 0; i < src.size(); ++i) {
         src[i] = pattern(3, 1, i);
     }
-    {
-        // Below CMA_MIN the transport declines: the receiver will use the copy path.
-        shm::config big = cfg;
-        big.cma_min = src.size() + 1;
-        auto small = open_ep(3, big);
-        ASSERT_TRUE(small);
-        weft::transport::remote_buffer none{};
-        EXPECT_EQ(small->tl->expose(src.data(), src.size(), none), status::not_supported);
-    }
     weft::transport::remote_buffer rb{};
     ASSERT_EQ(a->tl->expose(src.data(), src.size(), rb), status::ok);
     conn_id c = invalid_id;
@@ -372,6 +363,78 @@ TEST(shm, get_zcopy_reads_the_exposed_buffer)
     EXPECT_EQ(d3.back(), 0xee) << "nothing written past the message";
     // An unknown sender is unreachable.
     EXPECT_EQ(b->ops_get_zcopy(b->rx[0].src + 1, iov, 3, rb, 10), status::unreachable);
+}
+
+// Below CMA_MIN the receiver reads with CMA only when the sender has not
+// progressed for CMA_IDLE: while it runs, get_zcopy declines (the protocol then
+// asks for the pipelined copy), and CMA_IDLE 0 always declines.
+TEST(shm, get_zcopy_below_cma_min_reads_only_from_an_idle_sender)
+{
+    shm::config cfg = test_config();
+    if (cfg.cma == weft::base::config_ternary::no) {
+        GTEST_SKIP() << "WEFT_SHM_CMA=n";
+    }
+    cfg.cma_min = 1 << 20;
+    cfg.cma_idle = 50000;  // 50 ms: no scheduler hiccup makes a running sender look idle
+    shm::config never = cfg;
+    never.cma_idle = 0;
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    auto n = open_ep(3, never);
+    ASSERT_TRUE(a && b && n);
+    std::vector<std::uint8_t> src(100000);
+    for (std::size_t i = 0; i < src.size(); ++i) {
+        src[i] = pattern(5, 2, i);
+    }
+    weft::transport::remote_buffer rb{};
+    ASSERT_EQ(a->tl->expose(src.data(), src.size(), rb), status::ok) << "exposed at every size";
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    conn_id cn = invalid_id;
+    ASSERT_EQ(a->tl->connect(n->addr, cn), status::ok);
+    ASSERT_EQ(send_short(*a, c, 1, &rb, sizeof(rb), nullptr, 0), status::ok);
+    ASSERT_EQ(send_short(*a, cn, 1, &rb, sizeof(rb), nullptr, 0), status::ok);
+    ASSERT_TRUE(progress_until({b.get(), n.get()},
+                               [&] { return b->rx.size() == 1 && n->rx.size() == 1; }));
+    // The replies connect the receivers back to the sender (as the protocol's
+    // clear-to-send or fin does before it reads): that is how they see its segment.
+    conn_id back = invalid_id;
+    ASSERT_EQ(b->tl->connect(a->addr, back), status::ok);
+    conn_id nback = invalid_id;
+    ASSERT_EQ(n->tl->connect(a->addr, nback), status::ok);
+
+    std::vector<std::uint8_t> dst(src.size(), 0);
+    const struct iovec iov{dst.data(), dst.size()};
+    a->tl->ops().progress(a->tl.get());  // the sender runs: it just progressed
+    EXPECT_EQ(b->ops_get_zcopy(b->rx[0].src, &iov, 1, rb, src.size()), status::not_supported);
+    const auto *st = shm::get_stats(*b->tl);
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(st->idle_sender_reads, 0U);
+
+    usleep(100000);  // the sender stops progressing for twice CMA_IDLE
+    status got;
+    {
+        weft::test::expect_log_warnings maybe(0);  // the kernel may refuse (ptrace scope)
+        got = b->ops_get_zcopy(b->rx[0].src, &iov, 1, rb, src.size());
+    }
+    if (got == status::not_supported) {
+        GTEST_SKIP() << "process_vm_readv is not permitted here";
+    }
+    ASSERT_EQ(got, status::ok);
+    EXPECT_EQ(dst, src);
+    EXPECT_EQ(st->idle_sender_reads, 1U);
+    EXPECT_EQ(n->ops_get_zcopy(n->rx[0].src, &iov, 1, rb, src.size()), status::not_supported)
+        << "CMA_IDLE=0: never CMA below CMA_MIN";
+
+    // Progress after the idle time makes it a running sender again.
+    a->tl->ops().progress(a->tl.get());
+    EXPECT_EQ(b->ops_get_zcopy(b->rx[0].src, &iov, 1, rb, src.size()), status::not_supported);
+    // Unexposed, the sender no longer advertises itself: its progress does not
+    // refresh the mark, so it looks idle again once CMA_IDLE has passed.
+    a->tl->unexpose(rb);
+    usleep(100000);
+    a->tl->ops().progress(a->tl.get());
+    EXPECT_EQ(b->ops_get_zcopy(b->rx[0].src, &iov, 1, rb, src.size()), status::ok);
 }
 
 TEST(shm, fifo_full_returns_again_until_receiver_progresses)
