@@ -439,6 +439,29 @@ TEST_P(transport_msg, large_message_received_while_sender_sleeps)
         constexpr int sleep_ms = 3000;
         WEFT_TCHECK(c.rndv_threshold < len);
         std::vector<unsigned char> buf(len + 64, fill_byte);
+        // A round trip first: with manual progress a connection (verbs: the UD
+        // handshake) is made only while both sides call weft, and the header
+        // must be able to leave at once.
+        std::uint64_t word = 0;
+        if (c.rank == 1) {
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, &word, sizeof(word), nullptr, c.peer(0), 0x1, op_ctx(3));
+            });
+            (void)c.wait_ok(op_ctx(3));
+            c.post("trecv", [&] {
+                return weft_trecv(c.ep, &word, sizeof(word), nullptr, c.peer(0), 0x2, 0, op_ctx(4));
+            });
+            (void)c.wait_ok(op_ctx(4));
+        } else {
+            c.post("trecv", [&] {
+                return weft_trecv(c.ep, &word, sizeof(word), nullptr, c.peer(1), 0x1, 0, op_ctx(3));
+            });
+            (void)c.wait_ok(op_ctx(3));
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, &word, sizeof(word), nullptr, c.peer(1), 0x2, op_ctx(4));
+            });
+            (void)c.wait_ok(op_ctx(4));
+        }
         if (c.plays(1)) {
             fill_pattern(buf.data(), len, seed_of(len, 0x51ee));
             c.post("tsend",
