@@ -344,6 +344,9 @@ void rank_ctx::barrier()
         if (ep != nullptr) {
             poll();
         }
+        if (also_progress) {
+            also_progress();
+        }
         if (const std::uint64_t now_mark = progress_mark(); now_mark != mark) {
             mark = now_mark;
             start = clock_type::now();

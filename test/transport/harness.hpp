@@ -106,6 +106,10 @@ class rank_ctx {
 
     /// Process-shared barrier that drives progress (and reads the CQ) while it waits.
     void barrier();
+    /// Called in every barrier wait besides this endpoint's poll(): a test
+    /// with an endpoint of its own keeps that one progressing too (a peer may
+    /// need it, e.g. for a rendezvous fin or a credit update, to finish).
+    std::function<void()> also_progress;
     /// A counter shared by every rank of the run: a rank that completes work
     /// bumps it, and a rank waiting on others tells a slow peer from a stuck one
     /// by whether it still moves.

@@ -58,7 +58,9 @@ class credit_ep {
         WEFT_TCHECK_OK(weft_ep_bind_av(ep, av_));
         WEFT_TCHECK_OK(weft_ep_enable(ep));
         exchange_addresses();
+        c.also_progress = [this] { poll(); };  // barriers keep this endpoint going
     }
+    ~credit_ep() { c_.also_progress = nullptr; }
     credit_ep(const credit_ep &) = delete;
     credit_ep &operator=(const credit_ep &) = delete;
 
@@ -66,6 +68,7 @@ class credit_ep {
     /// peer sends to this endpoint any more.
     void close()
     {
+        c_.also_progress = nullptr;
         poll();
         WEFT_TCHECK_MSG(pending_.empty(), std::to_string(pending_.size()) +
                                               " completion(s) on the credit endpoint nobody "
