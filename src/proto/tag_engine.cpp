@@ -526,6 +526,13 @@ void tag_engine::to_rndv(peer_state *p, send_request *r)
     unreserve(r, r->reserved);  // a rendezvous header spends no credit
     r->kind = send_kind::rndv_rts;
     r->started = false;
+    expose_rndv(p, r);
+}
+
+void tag_engine::expose_rndv(peer_state *p, send_request *r)
+{
+    // One contiguous buffer can be read in place by the receiver; a gather list
+    // goes through the clear-to-send path.
     r->zcopy = r->iovcnt == 1 && r->total != 0 &&
                p->tl->expose(r->iov[0].iov_base, r->total, r->rb) == status::ok;
     r->id = rndv_sends_.add(r);
@@ -628,43 +635,54 @@ void tag_engine::fail_send(send_request *r, int err)
     free_send(r);
 }
 
-int tag_engine::send_rndv(peer_state *p, const send_args &a)
+send_request *tag_engine::queued_request(peer_state *p, send_kind kind, const send_args &a,
+                                         int &rc)
 {
     if (pending_sends_ >= params_.tx_size) {
         progress();
         if (pending_sends_ >= params_.tx_size || p->failed) {
-            return p->failed ? -WEFT_EHOSTUNREACH : -WEFT_EAGAIN;
+            rc = p->failed ? -WEFT_EHOSTUNREACH : -WEFT_EAGAIN;
+            return nullptr;
         }
     }
-    send_request *r = new_request(p, send_kind::rndv_rts);
+    send_request *r = new_request(p, kind);
     if (r == nullptr) {
-        return -WEFT_ENOMEM;
+        rc = -WEFT_ENOMEM;
+        return nullptr;
     }
     r->context = a.context;
     r->op_flags = a.flags;
-    r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
-    std::copy_n(a.iov, a.iovcnt, r->iov.begin());
     r->total = a.len;
     r->tag = a.tag;
     r->data = a.data;
     r->has_data = (a.flags & WEFT_REMOTE_CQ_DATA) != 0;
     if ((a.flags & WEFT_INJECT) != 0) {
-        // An inject under credit pressure: the caller's buffer is free on return,
-        // so the rendezvous reads the library's copy.
+        // The caller may reuse its buffer on return: keep a copy (a rendezvous
+        // then reads the library's copy).
         r->owned = static_cast<std::uint8_t *>(std::malloc(std::max<std::size_t>(a.len, 1)));
         if (r->owned == nullptr) {
             free_send(r);
-            return -WEFT_ENOMEM;
+            rc = -WEFT_ENOMEM;
+            return nullptr;
         }
         copy_from_iov(r->owned, a.iov, a.iovcnt, 0, a.len);
         r->iov[0] = {r->owned, a.len};
         r->iovcnt = 1;
+    } else {
+        r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
+        std::copy_n(a.iov, a.iovcnt, r->iov.begin());
     }
-    // One contiguous buffer can be read in place by the receiver; a gather list
-    // goes through the clear-to-send path.
-    r->zcopy = r->iovcnt == 1 && a.len != 0 &&
-               p->tl->expose(r->iov[0].iov_base, a.len, r->rb) == status::ok;
-    r->id = rndv_sends_.add(r);
+    return r;
+}
+
+int tag_engine::send_rndv(peer_state *p, const send_args &a)
+{
+    int rc = 0;
+    send_request *r = queued_request(p, send_kind::rndv_rts, a, rc);
+    if (r == nullptr) {
+        return rc;
+    }
+    expose_rndv(p, r);
     enqueue(p, r);
     push_peer(p);
     return 0;
@@ -731,39 +749,13 @@ peer_state *tag_engine::reply_peer(unsigned tl, transport::src_id src)
 
 int tag_engine::queue_send(peer_state *p, const send_args &a)
 {
-    if (pending_sends_ >= params_.tx_size) {
-        progress();
-        if (pending_sends_ >= params_.tx_size || p->failed) {
-            return p->failed ? -WEFT_EHOSTUNREACH : -WEFT_EAGAIN;
-        }
-    }
-    send_request *r = new_request(p, send_kind::eager);
+    int rc = 0;
+    send_request *r = queued_request(p, send_kind::eager, a, rc);
     if (r == nullptr) {
-        return -WEFT_ENOMEM;
+        return rc;
     }
-    r->context = a.context;
-    r->op_flags = a.flags;
-    r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
-    r->total = a.len;
-    r->offset = 0;
-    r->tag = a.tag;
-    r->data = a.data;
-    r->has_data = (a.flags & WEFT_REMOTE_CQ_DATA) != 0;
     r->msg_id = p->next_msg_id++;
     reserve(p, r, eager_cost(p, r->has_data ? sizeof(eager_data_hdr) : sizeof(eager_hdr), a.len));
-    if ((a.flags & WEFT_INJECT) != 0) {
-        // The caller may reuse its buffer on return: keep a copy.
-        r->owned = static_cast<std::uint8_t *>(std::malloc(std::max<std::size_t>(a.len, 1)));
-        if (r->owned == nullptr) {
-            free_send(r);
-            return -WEFT_ENOMEM;
-        }
-        copy_from_iov(r->owned, a.iov, a.iovcnt, 0, a.len);
-        r->iov[0] = {r->owned, a.len};
-        r->iovcnt = 1;
-    } else {
-        std::copy_n(a.iov, a.iovcnt, r->iov.begin());
-    }
     enqueue(p, r);
     push_peer(p);
     return 0;

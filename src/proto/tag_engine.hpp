@@ -407,6 +407,14 @@ class tag_engine {
     void send_control(peer_state *p, am_id am, const void *hdr, std::size_t len);
     [[nodiscard]] peer_state *reply_peer(unsigned tl, transport::src_id src);
     void fail_send(send_request *r, int err);
+    /// A send request for `a`, checked against the send-queue limit (after one
+    /// progress call) and owning a copy of an inject's data; nullptr with `rc`
+    /// set when the limit, the peer's failure or memory refuses it.
+    [[nodiscard]] send_request *queued_request(peer_state *p, send_kind kind, const send_args &a,
+                                               int &rc);
+    /// Expose a rendezvous send's buffer for a read by the receiver (when it is
+    /// one contiguous non-empty buffer) and give it a rendezvous id.
+    void expose_rndv(peer_state *p, send_request *r);
     void free_send(send_request *r);
     void push_peer(peer_state *p);
     void push_queue(peer_state *p);

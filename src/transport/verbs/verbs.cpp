@@ -337,6 +337,10 @@ class verbs_iface final : public iface {
     static status get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
                             const remote_buffer &rb, std::size_t len, std::uint64_t cookie);
 
+    /// Attributes of every RC queue pair of this endpoint (the inline-size probe
+    /// and the per-peer ones): one CQ, the SRQ, the send queue's depth.
+    [[nodiscard]] ibv_qp_init_attr rc_qp_attr(std::size_t inline_size) const;
+
     // Send side.
     [[nodiscard, gnu::always_inline]] bool tx_room(const conn &c) const noexcept
     {
@@ -536,14 +540,7 @@ status verbs_iface::init()
     // The inline size this device grants: probe with a throwaway RC queue pair,
     // halving from the configured size.
     for (std::size_t want = std::min<std::size_t>(cfg_.inline_size, 4096);; want /= 2) {
-        ibv_qp_init_attr qa{};
-        qa.send_cq = cq_;
-        qa.recv_cq = cq_;
-        qa.srq = srq_.get();
-        qa.cap.max_send_wr = tx_queue_;
-        qa.cap.max_send_sge = max_send_sge_;
-        qa.cap.max_inline_data = static_cast<std::uint32_t>(want);
-        qa.qp_type = IBV_QPT_RC;
+        ibv_qp_init_attr qa = rc_qp_attr(want);
         qp_ptr probe(ibv_create_qp(dev_->pd(), &qa));
         if (probe != nullptr) {
             inline_ = std::min<std::size_t>(want, qa.cap.max_inline_data);
@@ -738,7 +735,7 @@ status verbs_iface::remote_address(src_id src, wire_address &out) const
 
 // ------------------------------------------------------------------ connections
 
-status verbs_iface::create_qp(conn &c)
+ibv_qp_init_attr verbs_iface::rc_qp_attr(std::size_t inline_size) const
 {
     ibv_qp_init_attr qa{};
     qa.send_cq = cq_;
@@ -746,8 +743,14 @@ status verbs_iface::create_qp(conn &c)
     qa.srq = srq_.get();
     qa.cap.max_send_wr = tx_queue_;
     qa.cap.max_send_sge = max_send_sge_;
-    qa.cap.max_inline_data = static_cast<std::uint32_t>(inline_);
+    qa.cap.max_inline_data = static_cast<std::uint32_t>(inline_size);
     qa.qp_type = IBV_QPT_RC;
+    return qa;
+}
+
+status verbs_iface::create_qp(conn &c)
+{
+    ibv_qp_init_attr qa = rc_qp_attr(inline_);
     c.qp.reset(ibv_create_qp(dev_->pd(), &qa));
     if (c.qp == nullptr) {
         WEFT_LOG(verbs, error, "%s: ibv_create_qp failed: %s", dev_->name().c_str(),
