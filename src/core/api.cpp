@@ -288,8 +288,8 @@ int weft_domain_open(weft_fabric_t *fabric, const weft_info *info, weft_domain_t
     if (std::strncmp(info->transport, "verbs", sizeof(info->transport)) == 0) {
         const auto &ports = transport::verbs::active_ports();
         if (std::none_of(ports.begin(), ports.end(), [&](const auto &p) {
-                return std::strncmp(p.name.c_str(), info->domain_name,
-                                    sizeof(info->domain_name)) == 0;
+                return std::strncmp(p.name.c_str(), info->domain_name, sizeof(info->domain_name)) ==
+                       0;
             })) {
             WEFT_LOG(core, error, "weft_domain_open: '%.64s' is not an active verbs port",
                      info->domain_name);
@@ -691,10 +691,10 @@ int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t acc
 #ifdef WEFT_HAVE_VERBS
     // A domain that reaches verbs registers with the port's protection domain,
     // so the key is the one a peer's RDMA would use.
-    const bool is_verbs = std::strncmp(domain->info.transport, "verbs",
-                                       sizeof(domain->info.transport)) == 0;
-    const bool is_auto = std::strncmp(domain->info.transport, "auto",
-                                      sizeof(domain->info.transport)) == 0;
+    const bool is_verbs =
+        std::strncmp(domain->info.transport, "verbs", sizeof(domain->info.transport)) == 0;
+    const bool is_auto =
+        std::strncmp(domain->info.transport, "auto", sizeof(domain->info.transport)) == 0;
     if (len != 0 && (is_verbs || (is_auto && core::transports_for("verbs") != 0))) {
         auto r = transport::verbs::register_memory(is_verbs ? domain->info.domain_name : "", buf,
                                                    len, (access & WEFT_ACCESS_REMOTE_WRITE) != 0);

@@ -262,14 +262,15 @@ void (*cq_writer(weft_cq_format format, bool locked))(void *, const proto::compl
 }
 
 ssize_t (*cq_reader(weft_cq_format format, bool locked))(weft_cq *, void *, std::size_t,
-                                                        weft_addr_t *)
+                                                         weft_addr_t *)
 {
     switch (format) {
         case WEFT_CQ_FORMAT_CONTEXT:
             return locked ? &cq_read<WEFT_CQ_FORMAT_CONTEXT, true>
                           : &cq_read<WEFT_CQ_FORMAT_CONTEXT, false>;
         case WEFT_CQ_FORMAT_MSG:
-            return locked ? &cq_read<WEFT_CQ_FORMAT_MSG, true> : &cq_read<WEFT_CQ_FORMAT_MSG, false>;
+            return locked ? &cq_read<WEFT_CQ_FORMAT_MSG, true>
+                          : &cq_read<WEFT_CQ_FORMAT_MSG, false>;
         case WEFT_CQ_FORMAT_DATA:
             return locked ? &cq_read<WEFT_CQ_FORMAT_DATA, true>
                           : &cq_read<WEFT_CQ_FORMAT_DATA, false>;

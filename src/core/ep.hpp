@@ -16,7 +16,7 @@ void ep_disable(weft_ep *ep);
                                                                     const proto::completion &);
 /// The CQ read function (weft_cq_read/readfrom) for a format and lock policy.
 [[nodiscard]] ssize_t (*cq_reader(weft_cq_format format, bool locked))(weft_cq *, void *,
-                                                                      std::size_t, weft_addr_t *);
+                                                                       std::size_t, weft_addr_t *);
 /// Bytes of one entry of `format`.
 [[nodiscard]] std::size_t cq_entry_size(weft_cq_format format);
 /// Whether objects of this domain take locks (thread-safe level or auto progress).

@@ -56,10 +56,9 @@ unsigned available_transports()
         return bits;
     }
     unsigned allowed = 0;
-    for (const auto &[name, kind] :
-         {std::pair{"self", transport::transport_kind::self},
-          std::pair{"shm", transport::transport_kind::shm},
-          std::pair{"verbs", transport::transport_kind::verbs}}) {
+    for (const auto &[name, kind] : {std::pair{"self", transport::transport_kind::self},
+                                     std::pair{"shm", transport::transport_kind::shm},
+                                     std::pair{"verbs", transport::transport_kind::verbs}}) {
         if (list.find(name) != std::string::npos) {
             allowed |= 1u << unsigned(kind);
         }

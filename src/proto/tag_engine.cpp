@@ -635,8 +635,7 @@ void tag_engine::fail_send(send_request *r, int err)
     free_send(r);
 }
 
-send_request *tag_engine::queued_request(peer_state *p, send_kind kind, const send_args &a,
-                                         int &rc)
+send_request *tag_engine::queued_request(peer_state *p, send_kind kind, const send_args &a, int &rc)
 {
     if (pending_sends_ >= params_.tx_size) {
         progress();

@@ -301,8 +301,8 @@ class shm_iface final : public iface {
     std::uint32_t unreported_ = 0;
     std::uint64_t check_interval_us_;
     std::uint64_t last_check_us_ = 0;
-    bool cma_ = true;          ///< cross-memory attach allowed (config, then the first EPERM)
-    std::size_t cma_min_ = 0;  ///< smallest message always read with CMA
+    bool cma_ = true;                ///< cross-memory attach allowed (config, then the first EPERM)
+    std::size_t cma_min_ = 0;        ///< smallest message always read with CMA
     std::uint64_t cma_idle_us_ = 0;  ///< below cma_min_: CMA if the sender idled this long
     struct stats stats_ {};
 };

@@ -23,7 +23,8 @@ struct config {
     bool cleanup_stale;        ///< CLEANUP_STALE: unlink segments of dead processes on open
     base::config_ternary cma;  ///< CMA: read peers' buffers with process_vm_readv (rendezvous)
     std::size_t cma_min;       ///< CMA_MIN: smallest message always read with CMA
-    std::uint64_t cma_idle;    ///< CMA_IDLE: us a sender must not have progressed for CMA below CMA_MIN (0: never)
+    std::uint64_t cma_idle;    ///< CMA_IDLE: us a sender must not have progressed for CMA below
+                               ///< CMA_MIN (0: never)
 };
 
 /// The "SHM" table; registered by the core, loaded with base::config_load().

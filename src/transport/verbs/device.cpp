@@ -131,7 +131,8 @@ void fork_setup(const config &cfg)
     // The kernel does not protect registered memory across fork: make
     // registrations madvise(DONTFORK) so a child cannot corrupt the parent's DMA.
     if (const int rc = ibv_fork_init(); rc != 0) {
-        WEFT_LOG(verbs, warn, "ibv_fork_init failed (%s): fork() after registering memory is unsafe",
+        WEFT_LOG(verbs, warn,
+                 "ibv_fork_init failed (%s): fork() after registering memory is unsafe",
                  std::strerror(rc));
     } else {
         WEFT_LOG(verbs, info, "ibv_fork_init called: this kernel does not copy registered pages");
@@ -147,9 +148,9 @@ const discovery &discover()
         int n = 0;
         ibv_device **list = ibv_get_device_list(&n);
         if (list == nullptr || n == 0) {
-            r.why = list == nullptr ? std::string("ibv_get_device_list failed: ") +
-                                          std::strerror(errno)
-                                    : "no RDMA device (libibverbs found none)";
+            r.why = list == nullptr
+                        ? std::string("ibv_get_device_list failed: ") + std::strerror(errno)
+                        : "no RDMA device (libibverbs found none)";
             if (list != nullptr) {
                 ibv_free_device_list(list);
             }
@@ -180,8 +181,8 @@ const discovery &discover()
                     if (!cfg.device.empty()) {
                         std::string want_dev;
                         unsigned want_port = 0;
-                        if (!parse_port_name(cfg.device, want_dev, want_port) ||
-                            want_dev != dev || want_port != p) {
+                        if (!parse_port_name(cfg.device, want_dev, want_port) || want_dev != dev ||
+                            want_port != p) {
                             continue;
                         }
                     }
@@ -193,10 +194,9 @@ const discovery &discover()
         }
         ibv_free_device_list(list);
         if (r.ports.empty()) {
-            r.why = cfg.device.empty()
-                        ? "no active RDMA port (ports: " + seen + ")"
-                        : "WEFT_VERBS_DEVICE=" + cfg.device + " names no active port (ports: " +
-                              seen + ")";
+            r.why = cfg.device.empty() ? "no active RDMA port (ports: " + seen + ")"
+                                       : "WEFT_VERBS_DEVICE=" + cfg.device +
+                                             " names no active port (ports: " + seen + ")";
         }
         return r;
     }();
@@ -425,8 +425,8 @@ base::result<std::shared_ptr<device>> device::get(const std::string &name)
 }
 
 base::result<std::unique_ptr<memory_region>> register_memory(const std::string &domain,
-                                                              const void *buf, std::size_t len,
-                                                              bool remote_write)
+                                                             const void *buf, std::size_t len,
+                                                             bool remote_write)
 {
     auto dev = device::get(domain);
     if (!dev.ok()) {

@@ -106,7 +106,8 @@ constexpr unsigned wr_kind_shift = 62;
 {
     return (std::uint64_t{conn} << 32) | seq;  // kind rc_send == 0
 }
-[[nodiscard, gnu::always_inline]] inline std::uint64_t wr_id(wr_kind k, std::uint32_t index) noexcept
+[[nodiscard, gnu::always_inline]] inline std::uint64_t wr_id(wr_kind k,
+                                                             std::uint32_t index) noexcept
 {
     return (static_cast<std::uint64_t>(k) << wr_kind_shift) | index;
 }
@@ -162,7 +163,7 @@ struct read_op {
     std::uint32_t iovcnt = 0;
     remote_buffer rb{};
     std::size_t len = 0;
-    std::size_t posted = 0;        ///< bytes whose read requests are posted
+    std::size_t posted = 0;         ///< bytes whose read requests are posted
     std::uint32_t outstanding = 0;  ///< posted requests not yet retired
     bool failed = false;
     bool reported = false;  ///< get_done sent (or due)
@@ -435,7 +436,7 @@ class verbs_iface final : public iface {
         std::uint64_t cookie;
         status st;
     };
-    std::vector<done> done_due_;  ///< read completions not yet reported
+    std::vector<done> done_due_;                ///< read completions not yet reported
     std::vector<std::uint32_t> handshaking_;    ///< connections with a handshake timer
     std::vector<std::uint32_t> reads_waiting_;  ///< connections with reads not yet posted
     std::uint64_t next_keepalive_scan_us_ = 0;
@@ -472,10 +473,10 @@ std::uint32_t verbs_iface::rx_capacity_limit() const noexcept
 {
     // Every posted receive may complete before we poll: the CQ must hold them all.
     const auto &da = dev_->dev_attr();
-    const std::uint64_t by_cq = da.max_cqe > static_cast<int>(tx_max_ + ud_recv_count +
-                                                               ud_send_count + 64)
-                                    ? da.max_cqe - tx_max_ - ud_recv_count - ud_send_count - 64
-                                    : 0;
+    const std::uint64_t by_cq =
+        da.max_cqe > static_cast<int>(tx_max_ + ud_recv_count + ud_send_count + 64)
+            ? da.max_cqe - tx_max_ - ud_recv_count - ud_send_count - 64
+            : 0;
     std::uint64_t lim = std::min<std::uint64_t>(cfg_.rx_queue_max, by_cq);
     lim = std::min<std::uint64_t>(lim, static_cast<std::uint64_t>(da.max_srq_wr));
     return static_cast<std::uint32_t>(std::max<std::uint64_t>(lim, 1));
@@ -516,8 +517,8 @@ status verbs_iface::init()
     sa.attr.max_sge = 1;
     srq_.reset(ibv_create_srq(dev_->pd(), &sa));
     if (srq_ == nullptr) {
-        WEFT_LOG(verbs, error, "%s: ibv_create_srq(%u) failed: %s", dev_->name().c_str(),
-                 rx_limit, std::strerror(errno));
+        WEFT_LOG(verbs, error, "%s: ibv_create_srq(%u) failed: %s", dev_->name().c_str(), rx_limit,
+                 std::strerror(errno));
         return status::no_memory;
     }
     if (grow_rx(rx_initial) != rx_initial) {
@@ -778,8 +779,8 @@ status verbs_iface::create_qp(conn &c)
     return status::ok;
 }
 
-status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn,
-                               std::uint32_t remote_psn, std::uint8_t mtu, std::uint32_t rd_atomic)
+status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn, std::uint32_t remote_psn,
+                               std::uint8_t mtu, std::uint32_t rd_atomic)
 {
     conn &c = conns_[ci];
     const wire_address &p = c.peer;
@@ -802,8 +803,8 @@ status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn,
         a.ah_attr.dlid = lid;
     }
     if (ibv_modify_qp(c.qp.get(), &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                          IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
         WEFT_LOG(verbs, error, "RC queue pair to RTR (peer QPN %u): %s", remote_qpn,
                  std::strerror(errno));
         return status::no_device;
@@ -1148,8 +1149,7 @@ void verbs_iface::tick()
             continue;
         }
         if (now >= c.deadline_us) {
-            fail_conn(ci,
-                      status::unreachable,
+            fail_conn(ci, status::unreachable,
                       c.state == conn_state::requesting
                           ? "no answer to the connection request (CONNECT_TIMEOUT)"
                           : "the requester never confirmed the connection (CONNECT_TIMEOUT)",
@@ -1312,7 +1312,8 @@ status verbs_iface::send_ctl(std::uint32_t ci, ctl code)
     return post_rc(ci, wr, {rec_kind::plain, false, 0}, code == ctl::disconnect);
 }
 
-// ------------------------------------------------------------------ zcopy: registration and RDMA read
+// ------------------------------------------------------------------ zcopy: registration and RDMA
+// read
 
 status verbs_iface::expose(const void *buf, std::size_t len, remote_buffer &out)
 {
@@ -1425,9 +1426,8 @@ void verbs_iface::post_reads(std::uint32_t ci)
         std::size_t skip = o.posted;
         std::size_t want = std::min(read_chunk_, o.len - o.posted);
         std::size_t bytes = 0;
-        for (std::uint32_t i = 0; i < o.iovcnt && bytes < want &&
-                                  nsge < static_cast<int>(max_send_sge_);
-             ++i) {
+        for (std::uint32_t i = 0;
+             i < o.iovcnt && bytes < want && nsge < static_cast<int>(max_send_sge_); ++i) {
             if (skip >= o.iov[i].iov_len) {
                 skip -= o.iov[i].iov_len;
                 continue;

@@ -20,28 +20,28 @@ namespace weft::transport::verbs {
 
 /// The parsed "VERBS" configuration table (variables WEFT_VERBS_*).
 struct config {
-    std::string device;              ///< DEVICE: "name" or "name:port"; "" = first active port
-    std::string gid_index;           ///< GID_INDEX: "auto" or a number
-    std::size_t inline_size;         ///< INLINE_SIZE: largest inline send (header + payload)
-    std::size_t seg_size;            ///< SEG_SIZE: receive and bounce buffer bytes (max_bcopy)
-    std::uint64_t rx_queue;          ///< RX_QUEUE: SRQ buffers posted at open
-    std::uint64_t rx_queue_max;      ///< RX_QUEUE_MAX: most SRQ buffers (grown for new peers)
-    std::uint64_t tx_queue;          ///< TX_QUEUE: send work requests per queue pair
-    std::uint64_t tx_max;            ///< TX_MAX: outstanding send work requests per endpoint
-    std::uint64_t tx_bufs;           ///< TX_BUFS: registered bounce buffers per endpoint
-    std::uint64_t signal_interval;   ///< SIGNAL_INTERVAL: unsignaled sends between signaled ones
-    std::uint64_t rx_batch;          ///< RX_BATCH: completions handled per poll
-    std::uint64_t timeout;           ///< TIMEOUT: RC ack timeout exponent (4.096 us * 2^n)
-    std::uint64_t retry_count;       ///< RETRY_COUNT: RC transport retries
-    std::uint64_t rnr_retry;         ///< RNR_RETRY: receiver-not-ready retries (7 = infinite)
-    std::uint64_t min_rnr_timer;     ///< MIN_RNR_TIMER: RNR NAK timer code
-    std::uint64_t max_rd_atomic;     ///< MAX_RD_ATOMIC: RDMA reads in flight per queue pair
-    int mtu;                         ///< MTU: index into "auto|256|512|1024|2048|4096"
-    std::uint64_t connect_timeout;   ///< CONNECT_TIMEOUT (us): give up a handshake after this
-    std::uint64_t connect_retry;     ///< CONNECT_RETRY (us): first handshake resend
-    std::uint64_t keepalive;         ///< KEEPALIVE (us): probe idle connections; 0 = off
-    std::size_t read_chunk;          ///< READ_CHUNK: most bytes per RDMA read request
-    bool rcache;                     ///< RCACHE: cache memory registrations
+    std::string device;                ///< DEVICE: "name" or "name:port"; "" = first active port
+    std::string gid_index;             ///< GID_INDEX: "auto" or a number
+    std::size_t inline_size;           ///< INLINE_SIZE: largest inline send (header + payload)
+    std::size_t seg_size;              ///< SEG_SIZE: receive and bounce buffer bytes (max_bcopy)
+    std::uint64_t rx_queue;            ///< RX_QUEUE: SRQ buffers posted at open
+    std::uint64_t rx_queue_max;        ///< RX_QUEUE_MAX: most SRQ buffers (grown for new peers)
+    std::uint64_t tx_queue;            ///< TX_QUEUE: send work requests per queue pair
+    std::uint64_t tx_max;              ///< TX_MAX: outstanding send work requests per endpoint
+    std::uint64_t tx_bufs;             ///< TX_BUFS: registered bounce buffers per endpoint
+    std::uint64_t signal_interval;     ///< SIGNAL_INTERVAL: unsignaled sends between signaled ones
+    std::uint64_t rx_batch;            ///< RX_BATCH: completions handled per poll
+    std::uint64_t timeout;             ///< TIMEOUT: RC ack timeout exponent (4.096 us * 2^n)
+    std::uint64_t retry_count;         ///< RETRY_COUNT: RC transport retries
+    std::uint64_t rnr_retry;           ///< RNR_RETRY: receiver-not-ready retries (7 = infinite)
+    std::uint64_t min_rnr_timer;       ///< MIN_RNR_TIMER: RNR NAK timer code
+    std::uint64_t max_rd_atomic;       ///< MAX_RD_ATOMIC: RDMA reads in flight per queue pair
+    int mtu;                           ///< MTU: index into "auto|256|512|1024|2048|4096"
+    std::uint64_t connect_timeout;     ///< CONNECT_TIMEOUT (us): give up a handshake after this
+    std::uint64_t connect_retry;       ///< CONNECT_RETRY (us): first handshake resend
+    std::uint64_t keepalive;           ///< KEEPALIVE (us): probe idle connections; 0 = off
+    std::size_t read_chunk;            ///< READ_CHUNK: most bytes per RDMA read request
+    bool rcache;                       ///< RCACHE: cache memory registrations
     std::uint64_t rcache_max_regions;  ///< RCACHE_MAX_REGIONS: unused registrations kept
     std::size_t rcache_max_bytes;      ///< RCACHE_MAX_BYTES: bytes of unused registrations kept
     base::config_ternary fork_init;    ///< FORK_INIT: call ibv_fork_init (auto: only if needed)
@@ -90,18 +90,18 @@ class memory_region {
 
 /// Counters of rare events (tests, diagnostics). Never counted per message.
 struct stats {
-    std::uint64_t connects_started;    ///< handshakes this endpoint began
-    std::uint64_t connects_accepted;   ///< handshakes a peer began
-    std::uint64_t connects_crossed;    ///< simultaneous handshakes resolved to one connection
-    std::uint64_t handshake_resends;   ///< requests sent again after a timeout
-    std::uint64_t handshake_dropped;   ///< malformed or stale handshake messages dropped
-    std::uint64_t conns_failed;        ///< connections that failed (errors, timeouts, close)
-    std::uint64_t dropped_msgs;        ///< malformed messages dropped (unknown QP, no immediate)
-    std::uint64_t rx_grown;            ///< receive buffers added beyond RX_QUEUE
-    std::uint64_t keepalives;          ///< keepalive probes sent
-    std::uint64_t reads;               ///< RDMA read requests posted
-    std::uint64_t rcache_hits;         ///< registration cache hits (device-wide)
-    std::uint64_t rcache_misses;       ///< registration cache misses (device-wide)
+    std::uint64_t connects_started;      ///< handshakes this endpoint began
+    std::uint64_t connects_accepted;     ///< handshakes a peer began
+    std::uint64_t connects_crossed;      ///< simultaneous handshakes resolved to one connection
+    std::uint64_t handshake_resends;     ///< requests sent again after a timeout
+    std::uint64_t handshake_dropped;     ///< malformed or stale handshake messages dropped
+    std::uint64_t conns_failed;          ///< connections that failed (errors, timeouts, close)
+    std::uint64_t dropped_msgs;          ///< malformed messages dropped (unknown QP, no immediate)
+    std::uint64_t rx_grown;              ///< receive buffers added beyond RX_QUEUE
+    std::uint64_t keepalives;            ///< keepalive probes sent
+    std::uint64_t reads;                 ///< RDMA read requests posted
+    std::uint64_t rcache_hits;           ///< registration cache hits (device-wide)
+    std::uint64_t rcache_misses;         ///< registration cache misses (device-wide)
     std::uint64_t rcache_invalidations;  ///< registrations dropped because memory went away
 };
 

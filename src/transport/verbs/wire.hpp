@@ -50,11 +50,11 @@ enum class cm_type : std::uint8_t {
 
 /// One handshake message (the whole UD payload).
 struct cm_msg {
-    std::uint32_t magic;    ///< cm_magic
-    std::uint8_t version;   ///< cm_version
-    std::uint8_t type;      ///< cm_type
-    std::uint8_t mtu;       ///< sender's port active MTU (enum ibv_mtu)
-    std::uint8_t reserved;  ///< zero
+    std::uint32_t magic;      ///< cm_magic
+    std::uint8_t version;     ///< cm_version
+    std::uint8_t type;        ///< cm_type
+    std::uint8_t mtu;         ///< sender's port active MTU (enum ibv_mtu)
+    std::uint8_t reserved;    ///< zero
     std::uint32_t src_conn;   ///< sender's connection index (echoed in a rep)
     std::uint32_t dst_conn;   ///< rep: the requester's index from the req; req: UINT32_MAX
     std::uint32_t qpn;        ///< sender's RC queue pair number
