@@ -1,38 +1,23 @@
 // Logging: see log.hpp. Everything here is off the fast path except
-// log_enabled(), which is inline in the header and reads log_current.
+// log_component::enabled(), which is inline in the header.
 
 #include "base/log.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <strings.h>
 #include <unistd.h>
 #include <utility>
 
 #include "base/config.hpp"
+#include "base/lock.hpp"
 
 namespace weft::base {
-
-namespace detail {
-namespace {
-
-template <std::size_t... I>
-constexpr std::array<std::atomic<std::uint8_t>, sizeof...(I)> initial_levels(
-    std::index_sequence<I...>) noexcept
-{
-    return {{((void)I, std::atomic<std::uint8_t>{static_cast<std::uint8_t>(log_level::warn)})...}};
-}
-
-}  // namespace
-
-// constinit: the levels are valid before any constructor runs, so a component
-// may log from a static initialiser, and log_enabled() needs no init check.
-constinit std::array<std::atomic<std::uint8_t>, log_component_count> log_current =
-    initial_levels(std::make_index_sequence<log_component_count>{});
-
-}  // namespace detail
 
 namespace {
 
@@ -41,10 +26,6 @@ constexpr const char *level_names[] = {"error", "warn",       "info",      "debu
 constexpr std::size_t level_count = std::size(level_names);
 static_assert(level_count == static_cast<std::size_t>(log_level::trace_poll) + 1);
 
-constexpr const char *component_names[] = {"core", "base", "proto", "self",
-                                           "shm",  "tcp",  "verbs", "pmix"};
-static_assert(std::size(component_names) == log_component_count);
-
 struct log_config {
     std::string level;
 };
@@ -52,7 +33,7 @@ constexpr config_field log_fields[] = {
     make_field<&log_config::level>(
         "LOG_LEVEL", config_type::string, "warn",
         "log levels: LEVEL or comp:LEVEL,...,LEVEL (levels error warn info debug trace "
-        "trace_data trace_poll; components core base proto self shm tcp verbs pmix)"),
+        "trace_data trace_poll; components: weft_info -c lists them)"),
 };
 constexpr config_table log_table = make_table("", "logging", log_fields);
 
@@ -65,6 +46,21 @@ std::atomic<std::uint64_t> warning_count{0};
 // A line longer than this is cut (and marked "..."). Lines up to PIPE_BUF
 // (4096) are written atomically to a pipe, so keep the buffer within that.
 constexpr std::size_t max_line = 2048;
+
+/// The registered components and the setting in force (WEFT_LOG_LEVEL, or the
+/// last log_set_levels), which a component registered later also gets.
+struct registry {
+    mutex_lock lock;
+    std::vector<log_component *> comps;
+    log_spec spec;
+    bool names_checked = false;
+};
+
+registry &the_registry() noexcept
+{
+    static registry r;
+    return r;
+}
 
 std::string trim(std::string s)
 {
@@ -87,17 +83,6 @@ bool find_level(const std::string &name, log_level *out)
     if (strcasecmp(name.c_str(), "warning") == 0) {
         *out = log_level::warn;
         return true;
-    }
-    return false;
-}
-
-bool find_component(const std::string &name, std::size_t *out)
-{
-    for (std::size_t i = 0; i < log_component_count; ++i) {
-        if (strcasecmp(name.c_str(), component_names[i]) == 0) {
-            *out = i;
-            return true;
-        }
     }
     return false;
 }
@@ -151,15 +136,111 @@ void write_all(const char *p, std::size_t n) noexcept
     }
 }
 
-void store_levels(const log_levels &levels) noexcept
+/// Names in `spec` that no registered component has, each with the nearest
+/// registered name ("" if none is close). Caller holds the registry lock.
+std::vector<std::pair<std::string, std::string>> unknown_names(const registry &r,
+                                                               const log_spec &spec)
 {
-    for (std::size_t i = 0; i < log_component_count; ++i) {
-        detail::log_current[i].store(static_cast<std::uint8_t>(levels[i]),
-                                     std::memory_order_relaxed);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto &[name, level] : spec.named) {
+        bool known = false;
+        std::size_t best = std::numeric_limits<std::size_t>::max();
+        const char *nearest = nullptr;
+        for (const log_component *c : r.comps) {
+            if (strcasecmp(c->name(), name.c_str()) == 0) {
+                known = true;
+                break;
+            }
+            std::string lower = name;
+            std::transform(lower.begin(), lower.end(), lower.begin(),
+                           [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+            const std::size_t d = config_edit_distance(lower, c->name());
+            if (d < best) {
+                best = d;
+                nearest = c->name();
+            }
+        }
+        if (!known) {
+            out.emplace_back(name, nearest != nullptr && best <= 2 ? nearest : "");
+        }
     }
+    return out;
+}
+
+std::string registered_names(const registry &r)
+{
+    std::string names;
+    for (const log_component *c : r.comps) {
+        names += names.empty() ? "" : " ";
+        names += c->name();
+    }
+    return names;
+}
+
+/// The layers' components are known from the start.
+void register_layers() noexcept
+{
+    static const bool done = [] {
+        for (log_component *c : {&log_core, &log_base, &log_proto, &log_pmix}) {
+            log_register(*c);
+        }
+        return true;
+    }();
+    (void)done;
 }
 
 }  // namespace
+
+void log_component::set_level(log_level l) noexcept
+{
+    log_init();  // so that a later lazy log_init does not overwrite this level
+    store(l);
+}
+
+log_level log_spec::level_of(const char *name) const noexcept
+{
+    log_level l = fallback;
+    for (const auto &[n, level] : named) {
+        if (strcasecmp(n.c_str(), name) == 0) {
+            l = level;
+        }
+    }
+    return l;
+}
+
+void log_register(log_component &c) noexcept
+{
+    registry &r = the_registry();
+    scoped_guard g(r.lock);
+    if (std::find(r.comps.begin(), r.comps.end(), &c) != r.comps.end()) {
+        return;
+    }
+    r.comps.push_back(&c);
+    // Before log_init the spec is the default (warn), which is also the
+    // component's initial level: storing it changes nothing.
+    c.store(r.spec.level_of(c.name()));
+}
+
+std::vector<const log_component *> log_components()
+{
+    register_layers();
+    registry &r = the_registry();
+    scoped_guard g(r.lock);
+    return {r.comps.begin(), r.comps.end()};
+}
+
+log_component *log_find_component(const char *name) noexcept
+{
+    register_layers();
+    registry &r = the_registry();
+    scoped_guard g(r.lock);
+    for (log_component *c : r.comps) {
+        if (strcasecmp(c->name(), name) == 0) {
+            return c;
+        }
+    }
+    return nullptr;
+}
 
 const char *log_level_name(log_level l) noexcept
 {
@@ -167,15 +248,9 @@ const char *log_level_name(log_level l) noexcept
     return i < level_count ? level_names[i] : "?";
 }
 
-const char *log_component_name(log_component c) noexcept
+status log_parse_spec(const char *spec, log_spec &out, std::string *error)
 {
-    const auto i = static_cast<std::size_t>(c);
-    return i < log_component_count ? component_names[i] : "?";
-}
-
-status log_parse_levels(const char *spec, log_levels &out, std::string *error)
-{
-    out.fill(log_level::warn);
+    out = log_spec{};
     if (error != nullptr) {
         error->clear();
     }
@@ -184,11 +259,7 @@ status log_parse_levels(const char *spec, log_levels &out, std::string *error)
     }
     // A bare LEVEL is the default for the components not named, wherever it
     // appears in the list, so "warn,shm:trace" and "shm:trace,warn" agree.
-    log_level fallback = log_level::warn;
-    std::array<bool, log_component_count> named{};
-    log_levels named_level{};
     bool ok = true;
-
     const std::string s(spec);
     std::size_t pos = 0;
     while (pos <= s.size()) {
@@ -211,15 +282,13 @@ status log_parse_levels(const char *spec, log_levels &out, std::string *error)
                 ok = false;
                 continue;
             }
-            fallback = l;
+            out.fallback = l;
             continue;
         }
         const std::string comp = trim(item.substr(0, colon));
         const std::string level = trim(item.substr(colon + 1));
-        std::size_t c;
-        if (!find_component(comp, &c)) {
-            append_error(error, "unknown log component '" + comp +
-                                    "' (components: core base proto self shm tcp verbs pmix)");
+        if (comp.empty()) {
+            append_error(error, "empty component name in '" + item + "'");
             ok = false;
             continue;
         }
@@ -230,58 +299,86 @@ status log_parse_levels(const char *spec, log_levels &out, std::string *error)
             ok = false;
             continue;
         }
-        named[c] = true;
-        named_level[c] = l;
-    }
-    for (std::size_t i = 0; i < log_component_count; ++i) {
-        out[i] = named[i] ? named_level[i] : fallback;
+        out.named.emplace_back(comp, l);
     }
     return ok ? status::ok : status::invalid;
 }
 
 void log_init() noexcept
 {
+    register_layers();
     int expected = 0;
     if (!init_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
         return;  // done, or another thread is doing it (it uses the defaults meanwhile)
     }
-    const std::string spec = config_current_text(log_table, log_fields[0]);
-    log_levels levels;
+    const std::string text = config_current_text(log_table, log_fields[0]);
+    log_spec spec;
     std::string error;
-    const status s = log_parse_levels(spec.c_str(), levels, &error);
-    store_levels(levels);
+    const status s = log_parse_spec(text.c_str(), spec, &error);
+    {
+        registry &r = the_registry();
+        scoped_guard g(r.lock);
+        r.spec = spec;
+        for (log_component *c : r.comps) {
+            c->store(spec.level_of(c->name()));
+        }
+    }
     init_state.store(2, std::memory_order_release);
     // After init_state is 2: log_write does not come back here.
     if (s != status::ok) {
-        WEFT_LOG(core, warn, "WEFT_LOG_LEVEL='%s': %s", spec.c_str(), error.c_str());
+        WEFT_LOG(core, warn, "WEFT_LOG_LEVEL='%s': %s", text.c_str(), error.c_str());
+    }
+}
+
+void log_check_names() noexcept
+{
+    log_init();
+    std::vector<std::pair<std::string, std::string>> unknown;
+    std::string names;
+    {
+        registry &r = the_registry();
+        scoped_guard g(r.lock);
+        if (r.names_checked) {
+            return;
+        }
+        r.names_checked = true;
+        unknown = unknown_names(r, r.spec);
+        names = registered_names(r);
+    }
+    for (const auto &[name, nearest] : unknown) {
+        if (!nearest.empty()) {
+            WEFT_LOG(core, warn, "WEFT_LOG_LEVEL names log component '%s'; did you mean '%s'?",
+                     name.c_str(), nearest.c_str());
+        } else {
+            WEFT_LOG(core, warn, "WEFT_LOG_LEVEL names log component '%s', which is not one of: %s",
+                     name.c_str(), names.c_str());
+        }
     }
 }
 
 status log_set_levels(const char *spec, std::string *error)
 {
     log_init();  // so that a later lazy log_init does not overwrite these levels
-    log_levels levels;
-    const status s = log_parse_levels(spec, levels, error);
-    store_levels(levels);
+    log_spec parsed;
+    status s = log_parse_spec(spec, parsed, error);
+    registry &r = the_registry();
+    scoped_guard g(r.lock);
+    for (const auto &[name, nearest] : unknown_names(r, parsed)) {
+        append_error(error, "unknown log component '" + name + "'" +
+                                (nearest.empty() ? " (components: " + registered_names(r) + ")"
+                                                 : " (did you mean '" + nearest + "'?)"));
+        s = status::invalid;
+    }
+    r.spec = parsed;
+    for (log_component *c : r.comps) {
+        c->store(parsed.level_of(c->name()));
+    }
     return s;
 }
 
 void log_set_rank(std::int64_t rank) noexcept
 {
     current_rank.store(rank, std::memory_order_relaxed);
-}
-
-void log_set_level(log_component c, log_level l) noexcept
-{
-    log_init();  // so that a later lazy log_init does not overwrite this level
-    detail::log_current[static_cast<std::size_t>(c)].store(static_cast<std::uint8_t>(l),
-                                                           std::memory_order_relaxed);
-}
-
-log_level log_get_level(log_component c) noexcept
-{
-    return static_cast<log_level>(
-        detail::log_current[static_cast<std::size_t>(c)].load(std::memory_order_relaxed));
 }
 
 log_counts log_get_counts() noexcept
@@ -295,7 +392,7 @@ const config_table &log_config_table() noexcept
     return log_table;
 }
 
-void log_write(log_component c, log_level l, const char *file, int line, const char *fmt,
+void log_write(const log_component &c, log_level l, const char *file, int line, const char *fmt,
                ...) noexcept
 {
     const int saved_errno = errno;  // callers often log and then look at errno
@@ -321,9 +418,8 @@ void log_write(log_component c, log_level l, const char *file, int line, const c
         std::snprintf(rank, sizeof(rank), "%lld", static_cast<long long>(r));
     }
     // The pid is read every time: forked children log with their own.
-    int len =
-        std::snprintf(buf, sizeof(buf), "[%s:%d:%s] weft %s %s: ", host_name(),
-                      static_cast<int>(getpid()), rank, log_component_name(c), log_level_name(l));
+    int len = std::snprintf(buf, sizeof(buf), "[%s:%d:%s] weft %.32s %s: ", host_name(),
+                            static_cast<int>(getpid()), rank, c.name(), log_level_name(l));
     // Room left for the message: keep space for the suffix and the newline.
     const std::size_t reserve = static_cast<std::size_t>(suffix_len) + 1;
     const std::size_t room = sizeof(buf) - static_cast<std::size_t>(len) - reserve;

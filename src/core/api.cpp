@@ -17,6 +17,7 @@ using weft::base::status;
 namespace core = weft::core;
 namespace proto = weft::proto;
 namespace transport = weft::transport;
+using weft::log_core;  // WEFT_LOG(core, ...) in the C functions below
 
 namespace {
 

@@ -85,7 +85,12 @@ unsigned transports_for(const char *name)
 const core_config &global_config()
 {
     static const core_config cfg = [] {
+        base::log_register(transport::shm::log_shm);
+#ifdef WEFT_HAVE_VERBS
+        base::log_register(transport::verbs::log_verbs);
+#endif
         base::log_init();
+        base::log_check_names();
         core_config c{};
         base::config_register(core_config_table);
         base::config_register(transport::shm::config_table());

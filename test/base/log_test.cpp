@@ -1,5 +1,6 @@
 // Unit tests of logging (src/base/log.*) and of the log check of the gtest main.
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -19,96 +20,97 @@
 namespace weft::base {
 namespace {
 
-log_levels all(log_level l)
-{
-    log_levels v;
-    v.fill(l);
-    return v;
-}
-
-log_level level_of(const log_levels &v, log_component c)
-{
-    return v[static_cast<std::size_t>(c)];
-}
+// Components of this test program, standing in for transports' components:
+// registered at static initialisation, before any test runs.
+constinit log_component log_tsta{"tsta"};
+constinit log_component log_tstb{"tstb"};
+const bool registered = [] {
+    log_register(log_tsta);
+    log_register(log_tstb);
+    return true;
+}();
 
 TEST(log_parse, single_level)
 {
-    log_levels v;
+    log_spec v;
     std::string e;
-    EXPECT_EQ(log_parse_levels("debug", v, &e), status::ok);
-    EXPECT_EQ(v, all(log_level::debug));
+    EXPECT_EQ(log_parse_spec("debug", v, &e), status::ok);
+    EXPECT_EQ(v.fallback, log_level::debug);
+    EXPECT_TRUE(v.named.empty());
     EXPECT_EQ(e, "");
-    EXPECT_EQ(log_parse_levels("TRACE_POLL", v, &e), status::ok);
-    EXPECT_EQ(v, all(log_level::trace_poll));
-    EXPECT_EQ(log_parse_levels("warning", v, &e), status::ok);
-    EXPECT_EQ(v, all(log_level::warn));
-    EXPECT_EQ(log_parse_levels("", v, &e), status::ok);
-    EXPECT_EQ(v, all(log_level::warn));
-    EXPECT_EQ(log_parse_levels(nullptr, v, &e), status::ok);
-    EXPECT_EQ(v, all(log_level::warn));
+    EXPECT_EQ(log_parse_spec("TRACE_POLL", v, &e), status::ok);
+    EXPECT_EQ(v.fallback, log_level::trace_poll);
+    EXPECT_EQ(log_parse_spec("warning", v, &e), status::ok);
+    EXPECT_EQ(v.fallback, log_level::warn);
+    EXPECT_EQ(log_parse_spec("", v, &e), status::ok);
+    EXPECT_EQ(v.fallback, log_level::warn);
+    EXPECT_EQ(log_parse_spec(nullptr, v, &e), status::ok);
+    EXPECT_EQ(v.fallback, log_level::warn);
     const char *names[] = {"error", "warn", "info", "debug", "trace", "trace_data", "trace_poll"};
     for (int i = 0; i < 7; ++i) {
-        EXPECT_EQ(log_parse_levels(names[i], v, &e), status::ok);
-        EXPECT_EQ(v, all(static_cast<log_level>(i))) << names[i];
+        EXPECT_EQ(log_parse_spec(names[i], v, &e), status::ok);
+        EXPECT_EQ(v.fallback, static_cast<log_level>(i)) << names[i];
         EXPECT_STREQ(log_level_name(static_cast<log_level>(i)), names[i]);
     }
 }
 
 TEST(log_parse, per_component)
 {
-    log_levels v;
+    log_spec v;
     std::string e;
-    EXPECT_EQ(log_parse_levels("shm:trace,warn", v, &e), status::ok);
-    log_levels want = all(log_level::warn);
-    want[static_cast<std::size_t>(log_component::shm)] = log_level::trace;
-    EXPECT_EQ(v, want);
+    EXPECT_EQ(log_parse_spec("shm:trace,warn", v, &e), status::ok);
+    EXPECT_EQ(v.level_of("shm"), log_level::trace);
+    EXPECT_EQ(v.level_of("core"), log_level::warn);
 
     // The bare level is the default wherever it stands.
-    EXPECT_EQ(log_parse_levels("info, shm:trace", v, &e), status::ok);
-    want = all(log_level::info);
-    want[static_cast<std::size_t>(log_component::shm)] = log_level::trace;
-    EXPECT_EQ(v, want);
+    EXPECT_EQ(log_parse_spec("info, shm:trace", v, &e), status::ok);
+    EXPECT_EQ(v.level_of("shm"), log_level::trace);
+    EXPECT_EQ(v.level_of("proto"), log_level::info);
 
-    EXPECT_EQ(log_parse_levels(" SHM : Debug , tcp:error,,pmix:trace_data ", v, &e), status::ok);
-    EXPECT_EQ(level_of(v, log_component::shm), log_level::debug);
-    EXPECT_EQ(level_of(v, log_component::tcp), log_level::error);
-    EXPECT_EQ(level_of(v, log_component::pmix), log_level::trace_data);
-    EXPECT_EQ(level_of(v, log_component::core), log_level::warn);
+    EXPECT_EQ(log_parse_spec(" SHM : Debug , tcp:error,,pmix:trace_data ", v, &e), status::ok);
+    EXPECT_EQ(v.level_of("shm"), log_level::debug);
+    EXPECT_EQ(v.level_of("tcp"), log_level::error);
+    EXPECT_EQ(v.level_of("PMIX"), log_level::trace_data);
+    EXPECT_EQ(v.level_of("core"), log_level::warn);
 
     // The last setting of a component wins.
-    EXPECT_EQ(log_parse_levels("shm:debug,shm:info", v, &e), status::ok);
-    EXPECT_EQ(level_of(v, log_component::shm), log_level::info);
+    EXPECT_EQ(log_parse_spec("shm:debug,shm:info", v, &e), status::ok);
+    EXPECT_EQ(v.level_of("shm"), log_level::info);
 }
 
 TEST(log_parse, errors_keep_the_valid_parts)
 {
-    log_levels v;
+    log_spec v;
     std::string e;
-    EXPECT_EQ(log_parse_levels("bogus", v, &e), status::invalid);
-    EXPECT_EQ(v, all(log_level::warn));
+    EXPECT_EQ(log_parse_spec("bogus", v, &e), status::invalid);
+    EXPECT_EQ(v.fallback, log_level::warn);
     EXPECT_NE(e.find("unknown log level 'bogus'"), std::string::npos) << e;
 
-    EXPECT_EQ(log_parse_levels("shm:loud,debug", v, &e), status::invalid);
-    EXPECT_EQ(v, all(log_level::debug));
+    EXPECT_EQ(log_parse_spec("shm:loud,debug", v, &e), status::invalid);
+    EXPECT_EQ(v.fallback, log_level::debug);
     EXPECT_NE(e.find("unknown log level 'loud' for component 'shm'"), std::string::npos) << e;
 
-    EXPECT_EQ(log_parse_levels("nic:debug,tcp:info", v, &e), status::invalid);
-    EXPECT_EQ(level_of(v, log_component::tcp), log_level::info);
-    EXPECT_EQ(level_of(v, log_component::shm), log_level::warn);
-    EXPECT_NE(e.find("unknown log component 'nic'"), std::string::npos) << e;
-
-    EXPECT_EQ(log_parse_levels("x:y,z", v, &e), status::invalid);
-    EXPECT_NE(e.find("'x'"), std::string::npos) << e;
+    EXPECT_EQ(log_parse_spec("x:y,z", v, &e), status::invalid);
+    EXPECT_NE(e.find("'y'"), std::string::npos) << e;
     EXPECT_NE(e.find("'z'"), std::string::npos) << e;
-    EXPECT_EQ(log_parse_levels("bogus", v, nullptr), status::invalid);
+    EXPECT_EQ(log_parse_spec(":debug", v, &e), status::invalid);
+    EXPECT_EQ(log_parse_spec("bogus", v, nullptr), status::invalid);
 }
 
-TEST(log_names, components)
+TEST(log_names, layers_and_registered_components)
 {
-    const char *names[] = {"core", "base", "proto", "self", "shm", "tcp", "verbs", "pmix"};
-    for (std::size_t i = 0; i < log_component_count; ++i) {
-        EXPECT_STREQ(log_component_name(static_cast<log_component>(i)), names[i]);
+    std::vector<std::string> names;
+    for (const log_component *c : log_components()) {
+        names.emplace_back(c->name());
     }
+    for (const char *want : {"core", "base", "proto", "pmix", "tsta", "tstb"}) {
+        EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+    }
+    EXPECT_EQ(log_find_component("TSTA"), &log_tsta);
+    EXPECT_EQ(log_find_component("core"), &log_core);
+    EXPECT_EQ(log_find_component("nic"), nullptr);
+    log_register(log_tsta);  // idempotent
+    EXPECT_EQ(std::count(names.begin(), names.end(), "tsta"), 1);
 }
 
 // Restores every component's level when it goes out of scope.
@@ -116,19 +118,19 @@ class level_restore {
   public:
     level_restore()
     {
-        for (std::size_t i = 0; i < log_component_count; ++i) {
-            saved_[i] = log_get_level(static_cast<log_component>(i));
+        for (const log_component *c : log_components()) {
+            saved_.emplace_back(const_cast<log_component *>(c), c->level());
         }
     }
     ~level_restore()
     {
-        for (std::size_t i = 0; i < log_component_count; ++i) {
-            log_set_level(static_cast<log_component>(i), saved_[i]);
+        for (auto &[c, l] : saved_) {
+            c->set_level(l);
         }
     }
 
   private:
-    log_levels saved_;
+    std::vector<std::pair<log_component *, log_level>> saved_;
 };
 
 TEST(log_levels, default_is_warn)
@@ -137,29 +139,50 @@ TEST(log_levels, default_is_warn)
     if (std::getenv("WEFT_LOG_LEVEL") != nullptr) {
         GTEST_SKIP() << "WEFT_LOG_LEVEL is set, so the levels are not the defaults";
     }
-    for (std::size_t i = 0; i < log_component_count; ++i) {
-        EXPECT_EQ(log_get_level(static_cast<log_component>(i)), log_level::warn);
+    for (const log_component *c : log_components()) {
+        EXPECT_EQ(c->level(), log_level::warn) << c->name();
     }
-    EXPECT_TRUE(log_enabled(log_component::shm, log_level::error));
-    EXPECT_TRUE(log_enabled(log_component::shm, log_level::warn));
-    EXPECT_FALSE(log_enabled(log_component::shm, log_level::info));
+    EXPECT_TRUE(log_tsta.enabled(log_level::error));
+    EXPECT_TRUE(log_tsta.enabled(log_level::warn));
+    EXPECT_FALSE(log_tsta.enabled(log_level::info));
 }
 
 TEST(log_levels, set_level_and_set_levels)
 {
     level_restore restore;
-    log_set_level(log_component::shm, log_level::debug);
-    EXPECT_TRUE(log_enabled(log_component::shm, log_level::debug));
-    EXPECT_FALSE(log_enabled(log_component::shm, log_level::trace));
-    EXPECT_FALSE(log_enabled(log_component::tcp, log_level::debug));
+    log_tsta.set_level(log_level::debug);
+    EXPECT_TRUE(log_tsta.enabled(log_level::debug));
+    EXPECT_FALSE(log_tsta.enabled(log_level::trace));
+    EXPECT_FALSE(log_tstb.enabled(log_level::debug));
 
     std::string e;
-    EXPECT_EQ(log_set_levels("tcp:trace,error", &e), status::ok);
-    EXPECT_TRUE(log_enabled(log_component::tcp, log_level::trace));
-    EXPECT_FALSE(log_enabled(log_component::tcp, log_level::trace_data));
-    EXPECT_TRUE(log_enabled(log_component::core, log_level::error));
-    EXPECT_FALSE(log_enabled(log_component::core, log_level::warn));
-    EXPECT_EQ(log_get_level(log_component::shm), log_level::error);
+    EXPECT_EQ(log_set_levels("tstb:trace,error", &e), status::ok) << e;
+    EXPECT_TRUE(log_tstb.enabled(log_level::trace));
+    EXPECT_FALSE(log_tstb.enabled(log_level::trace_data));
+    EXPECT_TRUE(log_core.enabled(log_level::error));
+    EXPECT_FALSE(log_core.enabled(log_level::warn));
+    EXPECT_EQ(log_tsta.level(), log_level::error);
+
+    // A name nobody registered is an error naming the nearest one; the rest applies.
+    EXPECT_EQ(log_set_levels("tsts:debug,info", &e), status::invalid);
+    EXPECT_NE(e.find("unknown log component 'tsts' (did you mean 'tsta'?)"), std::string::npos)
+        << e;
+    EXPECT_EQ(log_tsta.level(), log_level::info);
+    EXPECT_EQ(log_set_levels("zzzzzzz:debug", &e), status::invalid);
+    EXPECT_NE(e.find("(components: "), std::string::npos) << e;
+    EXPECT_NE(e.find(" core"), std::string::npos) << e;
+    EXPECT_NE(e.find("tstb"), std::string::npos) << e;
+}
+
+TEST(log_levels, late_registration_gets_the_setting)
+{
+    level_restore restore;
+    std::string e;
+    ASSERT_EQ(log_set_levels("tstlate:debug,error", &e), status::invalid);  // not registered yet
+    static constinit log_component log_tstlate{"tstlate"};
+    EXPECT_EQ(log_tstlate.level(), log_level::warn);
+    log_register(log_tstlate);
+    EXPECT_EQ(log_tstlate.level(), log_level::debug);
 }
 
 // Whether `line` is "[host:pid:rank] weft <rest>" for this process (no
@@ -196,28 +219,28 @@ TEST(log_macro, arguments_not_evaluated_when_disabled)
 {
     level_restore restore;
     calls = 0;
-    WEFT_LOG(tcp, info, "value %d", count_call());
-    WEFT_LOG(tcp, debug, "value %d", count_call());
+    WEFT_LOG(tsta, info, "value %d", count_call());
+    WEFT_LOG(tsta, debug, "value %d", count_call());
     EXPECT_EQ(calls, 0);
 
-    log_set_level(log_component::tcp, log_level::info);
+    log_tsta.set_level(log_level::info);
     test::stderr_capture capture;
-    WEFT_LOG(tcp, info, "value %d", count_call());
+    WEFT_LOG(tsta, info, "value %d", count_call());
     EXPECT_EQ(calls, 1);
-    EXPECT_NE(capture.text().find("weft tcp info: value 1\n"), std::string::npos);
+    EXPECT_NE(capture.text().find("weft tsta info: value 1\n"), std::string::npos);
 }
 
 TEST(log_macro, trace_compiles_out_of_release_builds)
 {
     level_restore restore;
-    log_set_level(log_component::shm, log_level::trace_poll);
+    log_tstb.set_level(log_level::trace_poll);
     calls = 0;
     test::stderr_capture capture;
-    WEFT_LOG(shm, trace, "value %d", count_call());
-    WEFT_LOG(shm, trace_poll, "value %d", count_call());
+    WEFT_LOG(tstb, trace, "value %d", count_call());
+    WEFT_LOG(tstb, trace_poll, "value %d", count_call());
     const std::string out = capture.text();
     EXPECT_EQ(calls, WEFT_LOG_TRACE_ENABLED ? 2 : 0);
-    EXPECT_EQ(out.find("weft shm trace") != std::string::npos, WEFT_LOG_TRACE_ENABLED == 1);
+    EXPECT_EQ(out.find("weft tstb trace") != std::string::npos, WEFT_LOG_TRACE_ENABLED == 1);
 }
 
 TEST(log_line, prefix_and_rank)
@@ -225,24 +248,24 @@ TEST(log_line, prefix_and_rank)
     test::stderr_capture capture;
     {
         test::expect_log_warnings expect(2);
-        WEFT_LOG(shm, warn, "hello %d", 42);
+        WEFT_LOG(tsta, warn, "hello %d", 42);
         log_set_rank(7);
-        WEFT_LOG(shm, warn, "ranked");
+        WEFT_LOG(tsta, warn, "ranked");
         log_set_rank(-1);
     }
     const std::string out = capture.text();
     ASSERT_EQ(out.back(), '\n');
     const std::vector<std::string> lines = lines_of(out);
     ASSERT_EQ(lines.size(), 2u) << out;
-    EXPECT_TRUE(has_prefix(lines[0], "-", "shm warn: hello 42")) << lines[0];
-    EXPECT_TRUE(has_prefix(lines[1], "7", "shm warn: ranked")) << lines[1];
-    EXPECT_FALSE(has_prefix(lines[1], "-", "shm warn: ranked"));  // the check can fail
+    EXPECT_TRUE(has_prefix(lines[0], "-", "tsta warn: hello 42")) << lines[0];
+    EXPECT_TRUE(has_prefix(lines[1], "7", "tsta warn: ranked")) << lines[1];
+    EXPECT_FALSE(has_prefix(lines[1], "-", "tsta warn: ranked"));  // the check can fail
 }
 
 TEST(log_line, file_and_line_at_debug_and_below)
 {
     level_restore restore;
-    log_set_level(log_component::proto, log_level::debug);
+    log_proto.set_level(log_level::debug);
     test::stderr_capture capture;
     WEFT_LOG(proto, info, "no location");
     // clang-format off
@@ -277,7 +300,7 @@ TEST(log_line, one_newline_truncation_and_errno)
 TEST(log_counts, errors_and_warnings_counted)
 {
     level_restore restore;
-    log_set_level(log_component::base, log_level::info);
+    log_base.set_level(log_level::info);
     const log_counts before = log_get_counts();
     test::stderr_capture capture;
     test::expect_log_errors errors(1);
@@ -294,13 +317,13 @@ TEST(log_counts, errors_and_warnings_counted)
 TEST(log_threads, lines_do_not_interleave)
 {
     level_restore restore;
-    log_set_level(log_component::self, log_level::info);
+    log_tstb.set_level(log_level::info);
     constexpr int lines = 200;
     test::stderr_capture capture;
     auto writer = [](char c) {
         const std::string payload(300, c);
         for (int i = 0; i < lines; ++i) {
-            WEFT_LOG(self, info, "%d %s", i, payload.c_str());
+            WEFT_LOG(tstb, info, "%d %s", i, payload.c_str());
         }
     };
     std::thread a(writer, 'a');
@@ -311,10 +334,10 @@ TEST(log_threads, lines_do_not_interleave)
     EXPECT_EQ(out.size(), 2u * lines);
     int seen[2][lines] = {};
     for (const std::string &line : out) {
-        const std::size_t colon = line.find("self info: ");
+        const std::size_t colon = line.find("tstb info: ");
         ASSERT_NE(colon, std::string::npos) << line;
         const std::string rest = line.substr(0, colon + 11);
-        ASSERT_TRUE(has_prefix(rest, "-", "self info: ")) << line;
+        ASSERT_TRUE(has_prefix(rest, "-", "tstb info: ")) << line;
         const std::string msg = line.substr(colon + 11);
         const std::size_t space = msg.find(' ');
         ASSERT_NE(space, std::string::npos) << line;
@@ -381,34 +404,50 @@ child_result run_self(const std::string &filter, const char *env_name, const cha
     return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, text};
 }
 
-// Run in a child with WEFT_LOG_LEVEL=shm:debug,error.
+// Run in a child with WEFT_LOG_LEVEL=tsta:debug,error.
 TEST(log_child, DISABLED_levels_from_environment)
 {
-    EXPECT_EQ(log_get_level(log_component::shm), log_level::debug);
-    EXPECT_EQ(log_get_level(log_component::core), log_level::error);
-    EXPECT_EQ(log_get_level(log_component::tcp), log_level::error);
+    EXPECT_EQ(log_tsta.level(), log_level::debug);
+    EXPECT_EQ(log_core.level(), log_level::error);
+    EXPECT_EQ(log_tstb.level(), log_level::error);
 }
 
-// Run in a child with WEFT_LOG_LEVEL=shm:debug,bogus: the bad part is warned
+// Run in a child with WEFT_LOG_LEVEL=tsta:debug,bogus: the bad part is warned
 // about at start-up (before any test, so not failing one).
 TEST(log_child, DISABLED_bad_environment_warns)
 {
-    EXPECT_EQ(log_get_level(log_component::shm), log_level::debug);
-    EXPECT_EQ(log_get_level(log_component::core), log_level::warn);
+    EXPECT_EQ(log_tsta.level(), log_level::debug);
+    EXPECT_EQ(log_core.level(), log_level::warn);
     EXPECT_EQ(log_get_counts().warnings, 1u);
+}
+
+// Run in a child with WEFT_LOG_LEVEL=tstx:debug: the name check warns once,
+// naming the nearest registered component.
+TEST(log_child, DISABLED_unknown_component_warns)
+{
+    test::expect_log_warnings expect(1);
+    log_check_names();
+    log_check_names();
 }
 
 TEST(log_init, reads_weft_log_level)
 {
-    child_result r =
-        run_self("log_child.DISABLED_levels_from_environment", "WEFT_LOG_LEVEL", "shm:debug,error");
+    child_result r = run_self("log_child.DISABLED_levels_from_environment", "WEFT_LOG_LEVEL",
+                              "tsta:debug,error");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("[  PASSED  ] 1 test"), std::string::npos) << r.output;
 
-    r = run_self("log_child.DISABLED_bad_environment_warns", "WEFT_LOG_LEVEL", "shm:debug,bogus");
+    r = run_self("log_child.DISABLED_bad_environment_warns", "WEFT_LOG_LEVEL", "tsta:debug,bogus");
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("weft core warn: WEFT_LOG_LEVEL='shm:debug,bogus': unknown log "
+    EXPECT_NE(r.output.find("weft core warn: WEFT_LOG_LEVEL='tsta:debug,bogus': unknown log "
                             "level 'bogus'"),
+              std::string::npos)
+        << r.output;
+
+    r = run_self("log_child.DISABLED_unknown_component_warns", "WEFT_LOG_LEVEL", "tstx:debug");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("weft core warn: WEFT_LOG_LEVEL names log component 'tstx'; did "
+                            "you mean 'tsta'?"),
               std::string::npos)
         << r.output;
 }

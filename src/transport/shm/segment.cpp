@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/log.hpp"
+#include "transport/shm/shm.hpp"
 
 namespace weft::transport::shm {
 

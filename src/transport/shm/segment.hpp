@@ -26,6 +26,7 @@
 
 namespace weft::transport::shm {
 
+
 #ifndef WEFT_SHM_CELL_SIZE
 /// Bytes of one FIFO cell. 64 measured best on the development machine (docs/shm.md);
 /// a compile-time choice so the cell layout is a constant.

@@ -8,10 +8,14 @@
 #include <memory>
 
 #include "base/config.hpp"
+#include "base/log.hpp"
 #include "base/status.hpp"
 #include "transport/iface.hpp"
 
 namespace weft::transport::shm {
+
+/// Log lines of the shm transport (WEFT_LOG(shm, ...)); registered by the transport registry.
+inline constinit base::log_component log_shm{"shm"};
 
 /// The parsed "SHM" configuration table (variables WEFT_SHM_*).
 struct config {

@@ -13,10 +13,14 @@
 #include <vector>
 
 #include "base/config.hpp"
+#include "base/log.hpp"
 #include "base/status.hpp"
 #include "transport/iface.hpp"
 
 namespace weft::transport::verbs {
+
+/// Log lines of the verbs transport (WEFT_LOG(verbs, ...)); registered by the transport registry.
+inline constinit base::log_component log_verbs{"verbs"};
 
 /// The parsed "VERBS" configuration table (variables WEFT_VERBS_*).
 struct config {
