@@ -205,6 +205,45 @@ const char *config_type_name(config_type t) noexcept
     return "?";
 }
 
+std::string config_number_text(config_type t, std::uint64_t v)
+{
+    if (t == config_type::size) {
+        static const char suffix[] = {'k', 'm', 'g', 't'};
+        std::string unit;
+        for (char c : suffix) {
+            if (v < 1024 || v % 1024 != 0) {
+                break;
+            }
+            v /= 1024;
+            unit = c;
+        }
+        return std::to_string(v) + unit;
+    }
+    if (t == config_type::time_us) {
+        if (v != 0 && v % 1000000 == 0) {
+            return std::to_string(v / 1000000) + "s";
+        }
+        if (v != 0 && v % 1000 == 0) {
+            return std::to_string(v / 1000) + "ms";
+        }
+        return std::to_string(v) + "us";
+    }
+    return std::to_string(v);
+}
+
+std::string config_type_text(const config_field &f)
+{
+    std::string type = f.type == config_type::ternary ? "yes|no|auto" : config_type_name(f.type);
+    if (f.choices != nullptr) {
+        type += " (" + std::string(f.choices) + ")";
+    }
+    if (f.ranged) {
+        type += " " + config_number_text(f.type, f.range.lo) + ".." +
+                config_number_text(f.type, f.range.hi);
+    }
+    return type;
+}
+
 std::string config_variable_name(const config_table &t, const config_field &f)
 {
     std::string name(var_prefix);
@@ -216,6 +255,33 @@ std::string config_variable_name(const config_table &t, const config_field &f)
     return name;
 }
 
+namespace {
+
+std::string range_text(const config_field &f)
+{
+    auto end = [&](std::uint64_t v) {
+        if (f.type == config_type::size && v == std::numeric_limits<std::size_t>::max()) {
+            return std::string("inf");
+        }
+        if (f.type == config_type::time_us && v == std::numeric_limits<std::uint64_t>::max()) {
+            return std::string("inf");
+        }
+        return std::to_string(v) + (f.type == config_type::time_us ? "us" : "");
+    };
+    return end(f.range.lo) + ".." + end(f.range.hi);
+}
+
+/// A parsed numeric value against the field's range.
+status check_range(const config_field &f, std::uint64_t v, const char *text, std::string *error)
+{
+    if (f.ranged && (v < f.range.lo || v > f.range.hi)) {
+        return fail(error, quoted(text) + " is out of range (" + range_text(f) + ")");
+    }
+    return status::ok;
+}
+
+}  // namespace
+
 status config_parse_value(const config_field &f, const char *text, void *out, std::string *error)
 {
     if (text == nullptr) {
@@ -225,9 +291,12 @@ status config_parse_value(const config_field &f, const char *text, void *out, st
     switch (f.type) {
         case config_type::size: {
             std::uint64_t v;
-            const status st = parse_with_units(text, size_units, std::size(size_units),
-                                               std::numeric_limits<std::size_t>::max(), &v, "size",
-                                               "4096, 64k, 1m, inf", error);
+            status st = parse_with_units(text, size_units, std::size(size_units),
+                                         std::numeric_limits<std::size_t>::max(), &v, "size",
+                                         "4096, 64k, 1m, inf", error);
+            if (st == status::ok) {
+                st = check_range(f, v, text, error);
+            }
             if (st == status::ok) {
                 *static_cast<std::size_t *>(out) = static_cast<std::size_t>(v);
             }
@@ -235,9 +304,12 @@ status config_parse_value(const config_field &f, const char *text, void *out, st
         }
         case config_type::time_us: {
             std::uint64_t v;
-            const status st = parse_with_units(text, time_units, std::size(time_units),
-                                               std::numeric_limits<std::uint64_t>::max(), &v,
-                                               "time", "250 (= 250us), 100us, 5ms, 2s, inf", error);
+            status st = parse_with_units(text, time_units, std::size(time_units),
+                                         std::numeric_limits<std::uint64_t>::max(), &v, "time",
+                                         "250 (= 250us), 100us, 5ms, 2s, inf", error);
+            if (st == status::ok) {
+                st = check_range(f, v, text, error);
+            }
             if (st == status::ok) {
                 *static_cast<std::uint64_t *>(out) = v;
             }
@@ -253,6 +325,9 @@ status config_parse_value(const config_field &f, const char *text, void *out, st
             }
             if (r == number_result::overflow) {
                 return fail(error, quoted(text) + " is too large (at most 2^64-1)");
+            }
+            if (const status st = check_range(f, v, text, error); st != status::ok) {
+                return st;
             }
             *static_cast<std::uint64_t *>(out) = v;
             return status::ok;
@@ -457,6 +532,185 @@ std::string config_current_text(const config_table &t, const config_field &f)
         return value;
     }
     return f.default_value != nullptr ? f.default_value : "";
+}
+
+status config_check_value(const config_field &f, const char *text, std::string *error)
+{
+    // Parse into a scratch value of the field's type: nothing is stored.
+    switch (f.type) {
+        case config_type::size: {
+            std::size_t v;
+            return config_parse_value(f, text, &v, error);
+        }
+        case config_type::uint:
+        case config_type::time_us: {
+            std::uint64_t v;
+            return config_parse_value(f, text, &v, error);
+        }
+        case config_type::integer: {
+            std::int64_t v;
+            return config_parse_value(f, text, &v, error);
+        }
+        case config_type::boolean: {
+            bool v;
+            return config_parse_value(f, text, &v, error);
+        }
+        case config_type::ternary: {
+            config_ternary v;
+            return config_parse_value(f, text, &v, error);
+        }
+        case config_type::string: {
+            std::string v;
+            return config_parse_value(f, text, &v, error);
+        }
+        case config_type::choice: {
+            int v;
+            return config_parse_value(f, text, &v, error);
+        }
+    }
+    return fail(error, "unknown config_type");
+}
+
+bool config_find_variable(std::string_view name, config_variable &out, std::string *nearest)
+{
+    std::string upper(trim(name));
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    if (!std::string_view(upper).starts_with(var_prefix)) {
+        upper.insert(0, var_prefix);
+    }
+    std::size_t best = std::numeric_limits<std::size_t>::max();
+    std::string best_name;
+    for (const config_table *t : config_tables()) {
+        for (std::size_t i = 0; i < t->nfields; ++i) {
+            const std::string full = config_variable_name(*t, t->fields[i]);
+            if (full == upper) {
+                out = {t, &t->fields[i]};
+                return true;
+            }
+            const std::size_t d = config_edit_distance(upper, full);
+            if (d < best) {
+                best = d;
+                best_name = full;
+            }
+        }
+    }
+    if (nearest != nullptr) {
+        const std::size_t limit = std::max<std::size_t>(2, (upper.size() - var_prefix.size()) / 3);
+        *nearest = best <= limit ? best_name : std::string();
+    }
+    return false;
+}
+
+status config_store::read_environment()
+{
+    status result = status::ok;
+    for (const config_table *t : config_tables()) {
+        for (std::size_t i = 0; i < t->nfields; ++i) {
+            const config_field &f = t->fields[i];
+            const std::string name = config_variable_name(*t, f);
+            const char *text = std::getenv(name.c_str());
+            if (text == nullptr) {
+                continue;
+            }
+            std::string error;
+            if (config_check_value(f, text, &error) != status::ok) {
+                WEFT_LOG(base, error, "%s: %s", name.c_str(), error.c_str());
+                result = status::invalid;
+                continue;
+            }
+            auto it = std::find_if(values_.begin(), values_.end(),
+                                   [&](const value &v) { return v.field == &f; });
+            if (it != values_.end()) {
+                it->text = text;
+            } else {
+                values_.push_back({&f, text});
+            }
+        }
+    }
+    config_check_unknown();
+    return result;
+}
+
+status config_store::set(std::string_view name, std::string_view text, std::string *error)
+{
+    config_variable var;
+    std::string nearest;
+    std::string why;
+    if (!config_find_variable(name, var, &nearest)) {
+        why = "'" + std::string(name) + "' is not a weft configuration variable" +
+              (nearest.empty() ? " (weft_info -c lists them)" : "; did you mean " + nearest + "?");
+        WEFT_LOG(base, error, "%s", why.c_str());
+        if (error != nullptr) {
+            *error = why;
+        }
+        return status::no_entry;
+    }
+    const std::string value_text(text);
+    if (config_check_value(*var.field, value_text.c_str(), &why) != status::ok) {
+        why = config_variable_name(*var.table, *var.field) + ": " + why;
+        WEFT_LOG(base, error, "%s", why.c_str());
+        if (error != nullptr) {
+            *error = why;
+        }
+        return status::invalid;
+    }
+    auto it = std::find_if(values_.begin(), values_.end(),
+                           [&](const value &v) { return v.field == var.field; });
+    if (it != values_.end()) {
+        it->text = value_text;
+    } else {
+        values_.push_back({var.field, value_text});
+    }
+    return status::ok;
+}
+
+status config_store::get(std::string_view name, std::string &out) const
+{
+    config_variable var;
+    if (!config_find_variable(name, var)) {
+        return status::no_entry;
+    }
+    out = text(*var.table, *var.field);
+    return status::ok;
+}
+
+bool config_store::is_set(const config_table &t, const config_field &f) const
+{
+    (void)t;
+    return std::any_of(values_.begin(), values_.end(),
+                       [&](const value &v) { return v.field == &f; });
+}
+
+std::string config_store::text(const config_table &t, const config_field &f) const
+{
+    (void)t;
+    for (const value &v : values_) {
+        if (v.field == &f) {
+            return v.text;
+        }
+    }
+    return f.default_value != nullptr ? f.default_value : "";
+}
+
+void config_store::load(const config_table &t, void *out) const
+{
+    for (std::size_t i = 0; i < t.nfields; ++i) {
+        const config_field &f = t.fields[i];
+        void *member = config_member(f, out);
+        std::string error;
+        if (f.default_value != nullptr &&
+            config_parse_value(f, f.default_value, member, &error) != status::ok) {
+            // A bug in the table, not in the user's settings.
+            WEFT_LOG(base, error, "%s: default value: %s", config_variable_name(t, f).c_str(),
+                     error.c_str());
+        }
+        for (const value &v : values_) {
+            if (v.field == &f) {
+                (void)config_parse_value(f, v.text.c_str(), member, nullptr);  // checked at set
+            }
+        }
+    }
 }
 
 }  // namespace weft::base

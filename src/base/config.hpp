@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -58,6 +59,12 @@ enum class config_type {
 
 enum class config_ternary : int { no = 0, yes = 1, automatic = 2 };
 
+/// Accepted values of a numeric field (size, uint, time_us), both ends included.
+struct config_range {
+    std::uint64_t lo;
+    std::uint64_t hi;
+};
+
 /// One variable: WEFT_<table prefix>_<name>.
 struct config_field {
     const char *name;  ///< upper case, e.g. "FIFO_SIZE"
@@ -69,6 +76,10 @@ struct config_field {
     /// Set by make_field(): returns the address of the member in the struct
     /// (then `offset` is not used). nullptr: the member is at `offset`.
     void *(*member)(void *object) = nullptr;
+    /// Numeric fields: values outside [range.lo, range.hi] are refused, naming
+    /// the range. Unused when `ranged` is false.
+    config_range range{0, 0};
+    bool ranged = false;
 };
 
 /// A component's table. `prefix` is e.g. "SHM" (variables WEFT_SHM_*), or "" for
@@ -157,6 +168,8 @@ constexpr bool config_type_fits(config_type t) noexcept
 // whose message names the problem.
 inline void config_member_type_does_not_match_config_type() noexcept {}
 inline void config_choice_field_needs_choices() noexcept {}
+inline void config_range_needs_an_unsigned_type() noexcept {}
+inline void config_range_is_empty() noexcept {}
 
 }  // namespace detail
 
@@ -175,6 +188,24 @@ consteval config_field make_field(const char *name, config_type type, const char
         detail::config_choice_field_needs_choices();
     }
     return config_field{name, type, default_value, doc, 0, choices, &traits::address};
+}
+
+/// A numeric field (size, uint or time_us) whose value must lie in `range`:
+/// a value outside it fails the load and the message names the range.
+template <auto Member>
+consteval config_field make_field(const char *name, config_type type, const char *default_value,
+                                  const char *doc, config_range range) noexcept
+{
+    if (type != config_type::size && type != config_type::uint && type != config_type::time_us) {
+        detail::config_range_needs_an_unsigned_type();
+    }
+    if (range.lo > range.hi) {
+        detail::config_range_is_empty();
+    }
+    config_field f = make_field<Member>(name, type, default_value, doc);
+    f.range = range;
+    f.ranged = true;
+    return f;
 }
 
 /// A table over a fixed array of fields.
@@ -201,6 +232,11 @@ constexpr config_table make_table(const char *prefix, const char *component_doc,
 /// values. A value that does not parse is an error (logged, naming the variable);
 /// that member keeps its default, the other fields are still loaded.
 [[nodiscard]] status config_load(const config_table &t, void *out);
+
+/// Whether `text` is a valid value of field `f` (it parses, and lies in the
+/// field's range); the reason in `error` otherwise (without the variable name).
+[[nodiscard]] status config_check_value(const config_field &f, const char *text,
+                                        std::string *error);
 
 /// Register a table (for weft_info -c and the unknown-variable check). Idempotent.
 /// The table must outlive the process (a namespace-scope constant): the registry
@@ -230,8 +266,66 @@ void config_check_unknown() noexcept;
 /// "WEFT_" + name when the prefix is "".
 [[nodiscard]] std::string config_variable_name(const config_table &t, const config_field &f);
 
+/// One variable's place: its table and field.
+struct config_variable {
+    const config_table *table = nullptr;
+    const config_field *field = nullptr;
+};
+
+/// The registered variable called `name`: the full name ("WEFT_SHM_FIFO_SIZE")
+/// or without the "WEFT_" prefix ("SHM_FIFO_SIZE"), upper or lower case. When
+/// there is none, `nearest` (if not null) gets the closest declared full name,
+/// or "" when none is close.
+[[nodiscard]] bool config_find_variable(std::string_view name, config_variable &out,
+                                        std::string *nearest = nullptr);
+
+/// The configuration values of one fabric (weft_config in weft.h): for every
+/// registered variable, the text the user gave (from the environment or set()),
+/// or nothing, meaning its default. Values are checked when they enter the
+/// store, so load() of a component's table never fails for a bad value.
+/// Not thread-safe: the owner serialises changes; reads of a store nobody
+/// changes are safe from any thread.
+class config_store {
+  public:
+    /// Every registered variable set in the environment (WEFT_*). A value that
+    /// does not parse or is out of range is logged as an error naming the
+    /// variable, and the call returns status::invalid (the valid values are
+    /// kept). Unknown WEFT_* variables are warned about (once per process).
+    [[nodiscard]] status read_environment();
+
+    /// Set `name` (as in config_find_variable) to `value`, after checking it.
+    /// no_entry: no such variable (logged with the nearest name); invalid: a
+    /// bad value (logged with the reason). `error` (if not null) gets the text.
+    [[nodiscard]] status set(std::string_view name, std::string_view value,
+                             std::string *error = nullptr);
+
+    /// The value of `name`: the one set, else its default. no_entry: no such variable.
+    [[nodiscard]] status get(std::string_view name, std::string &value) const;
+
+    /// Whether `var` was given a value (environment or set()), not its default.
+    [[nodiscard]] bool is_set(const config_table &t, const config_field &f) const;
+
+    /// Fill `out` (table `t`'s struct) with the defaults, then the values set.
+    void load(const config_table &t, void *out) const;
+
+    /// The value of field `f` of table `t` as text (set, or the default).
+    [[nodiscard]] std::string text(const config_table &t, const config_field &f) const;
+
+  private:
+    struct value {
+        const config_field *field;
+        std::string text;
+    };
+    std::vector<value> values_;  ///< explicit values, at most one per field
+};
+
 /// "size", "uint", "integer", "bool", "ternary", "string", "time", "choice".
 [[nodiscard]] const char *config_type_name(config_type t) noexcept;
+/// A number of type `t` as it would be written: sizes with k/m/g/t when
+/// exact (64k), times with us/ms/s.
+[[nodiscard]] std::string config_number_text(config_type t, std::uint64_t v);
+/// A field's type as documented: "uint 3..65535", "choice (a|b)", "yes|no|auto".
+[[nodiscard]] std::string config_type_text(const config_field &f);
 
 /// Levenshtein distance between two strings (for "did you mean").
 [[nodiscard]] std::size_t config_edit_distance(const std::string &a, const std::string &b);

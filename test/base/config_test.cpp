@@ -441,5 +441,135 @@ TEST(config_unknown, suggests_the_closest_name_and_warns_once)
     EXPECT_EQ(find(config_find_unknown(), "WEFT_TSTCFG_SZIE"), nullptr);
 }
 
+// --- ranges and the store ---------------------------------------------------
+
+struct ranged_config {
+    std::uint64_t window = 0;
+    std::size_t bytes = 0;
+    std::uint64_t wait = 0;
+};
+constexpr config_field ranged_fields[] = {
+    make_field<&ranged_config::window>("WINDOW", config_type::uint, "256", "a window",
+                                       config_range{3, 65535}),
+    make_field<&ranged_config::bytes>("BYTES", config_type::size, "8k", "a size",
+                                      config_range{256, SIZE_MAX}),
+    make_field<&ranged_config::wait>("WAIT", config_type::time_us, "1ms", "a time",
+                                     config_range{1, 1000000}),
+};
+constexpr config_table ranged_table = make_table("TSTRNG", "ranged component", ranged_fields);
+
+TEST(config_range, values_outside_are_refused_with_the_range)
+{
+    std::string e;
+    EXPECT_EQ(config_check_value(ranged_fields[0], "3", &e), status::ok);
+    EXPECT_EQ(config_check_value(ranged_fields[0], "65535", &e), status::ok);
+    EXPECT_EQ(config_check_value(ranged_fields[0], "2", &e), status::invalid);
+    EXPECT_EQ(e, "'2' is out of range (3..65535)");
+    EXPECT_EQ(config_check_value(ranged_fields[0], "65536", &e), status::invalid);
+    EXPECT_EQ(config_check_value(ranged_fields[1], "inf", &e), status::ok);
+    EXPECT_EQ(config_check_value(ranged_fields[1], "255", &e), status::invalid);
+    EXPECT_EQ(e, "'255' is out of range (256..inf)");
+    EXPECT_EQ(config_check_value(ranged_fields[2], "0", &e), status::invalid);
+    EXPECT_EQ(e, "'0' is out of range (1us..1000000us)");
+    EXPECT_EQ(config_check_value(ranged_fields[2], "2s", &e), status::invalid);
+    EXPECT_EQ(config_check_value(ranged_fields[2], "1s", &e), status::ok);
+    // Without a range every parsable value is accepted.
+    EXPECT_EQ(config_check_value(test_fields[1], "0", &e), status::ok);
+    EXPECT_EQ(config_check_value(test_fields[1], "x", &e), status::invalid);
+}
+
+TEST(config_range, load_from_environment_refuses_out_of_range)
+{
+    setenv("WEFT_TSTRNG_WINDOW", "2", 1);
+    ranged_config c;
+    test::stderr_capture capture;
+    {
+        test::expect_log_errors expect(1);
+        EXPECT_EQ(config_load(ranged_table, &c), status::invalid);
+    }
+    unsetenv("WEFT_TSTRNG_WINDOW");
+    EXPECT_EQ(c.window, 256u);  // the default stays
+    EXPECT_NE(capture.text().find("WEFT_TSTRNG_WINDOW: '2' is out of range (3..65535)"),
+              std::string::npos)
+        << capture.text();
+}
+
+TEST(config_store, find_variable_by_full_or_short_name)
+{
+    config_register(ranged_table);
+    config_variable v;
+    ASSERT_TRUE(config_find_variable("WEFT_TSTRNG_WINDOW", v));
+    EXPECT_EQ(v.table, &ranged_table);
+    EXPECT_EQ(v.field, &ranged_fields[0]);
+    ASSERT_TRUE(config_find_variable("tstrng_bytes", v));
+    EXPECT_EQ(v.field, &ranged_fields[1]);
+    ASSERT_TRUE(config_find_variable("LOG_LEVEL", v));
+    std::string nearest;
+    EXPECT_FALSE(config_find_variable("TSTRNG_WINDWO", v, &nearest));
+    EXPECT_EQ(nearest, "WEFT_TSTRNG_WINDOW");
+    EXPECT_FALSE(config_find_variable("NOTHING_LIKE_ANYTHING_HERE", v, &nearest));
+    EXPECT_EQ(nearest, "");
+}
+
+TEST(config_store, set_get_load_and_errors)
+{
+    config_register(ranged_table);
+    config_store st;
+    ranged_config c;
+    st.load(ranged_table, &c);
+    EXPECT_EQ(c.window, 256u);
+    EXPECT_EQ(c.bytes, 8192u);
+    std::string v;
+    ASSERT_EQ(st.get("TSTRNG_WINDOW", v), status::ok);
+    EXPECT_EQ(v, "256");
+    EXPECT_FALSE(st.is_set(ranged_table, ranged_fields[0]));
+
+    ASSERT_EQ(st.set("WEFT_TSTRNG_WINDOW", "512"), status::ok);
+    ASSERT_EQ(st.set("tstrng_bytes", "1m"), status::ok);
+    ASSERT_EQ(st.set("tstrng_bytes", "2m"), status::ok);  // the last value wins
+    EXPECT_TRUE(st.is_set(ranged_table, ranged_fields[0]));
+    st.load(ranged_table, &c);
+    EXPECT_EQ(c.window, 512u);
+    EXPECT_EQ(c.bytes, 2u << 20);
+    ASSERT_EQ(st.get("WEFT_TSTRNG_BYTES", v), status::ok);
+    EXPECT_EQ(v, "2m");
+
+    std::string e;
+    {
+        test::expect_log_errors expect(2);
+        EXPECT_EQ(st.set("TSTRNG_WINDOW", "70000", &e), status::invalid);
+        EXPECT_EQ(e, "WEFT_TSTRNG_WINDOW: '70000' is out of range (3..65535)");
+        EXPECT_EQ(st.set("TSTRNG_WINDWO", "5", &e), status::no_entry);
+        EXPECT_EQ(e,
+                  "'TSTRNG_WINDWO' is not a weft configuration variable; did you mean "
+                  "WEFT_TSTRNG_WINDOW?");
+    }
+    st.load(ranged_table, &c);
+    EXPECT_EQ(c.window, 512u);  // a refused value changes nothing
+    EXPECT_EQ(st.get("NOPE", v), status::no_entry);
+}
+
+TEST(config_store, read_environment_checks_every_value)
+{
+    config_register(ranged_table);
+    setenv("WEFT_TSTRNG_WINDOW", "9", 1);
+    setenv("WEFT_TSTRNG_BYTES", "12", 1);  // out of range
+    config_store st;
+    {
+        test::expect_log_errors expect(1);
+        EXPECT_EQ(st.read_environment(), status::invalid);
+    }
+    unsetenv("WEFT_TSTRNG_WINDOW");
+    unsetenv("WEFT_TSTRNG_BYTES");
+    ranged_config c;
+    st.load(ranged_table, &c);
+    EXPECT_EQ(c.window, 9u);    // the valid one is kept
+    EXPECT_EQ(c.bytes, 8192u);  // the refused one is not
+    config_store clean;
+    EXPECT_EQ(clean.read_environment(), status::ok);
+    clean.load(ranged_table, &c);
+    EXPECT_EQ(c.window, 256u);  // the environment was read at read_environment(), not later
+}
+
 }  // namespace
 }  // namespace weft::base
