@@ -5,8 +5,10 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${WEFT_BUILD_DIR:-$top/build}
 cd "$top"
-if [ ! -x configure ] || [ configure.ac -nt configure ]; then
-    autoreconf -fi
+# autogen.sh finds the transports (src/transport/*/) and runs autoreconf.
+if [ ! -x configure ] || [ configure.ac -nt configure ] || [ ! -f config/transports.m4 ] ||
+    [ -n "$(find src/transport -name configure.m4 -newer configure 2>/dev/null)" ]; then
+    ./autogen.sh
 fi
 mkdir -p "$build"
 cd "$build"

@@ -193,9 +193,9 @@ typedef struct mtl_weft_module {
 /** The component: Open MPI's component struct. */
 typedef struct mtl_weft_component {
     mca_mtl_base_component_2_0_0_t super;
-    int priority;      /**< MCA mtl_weft_priority */
-    int verbose;       /**< MCA mtl_weft_verbose: >= 1 prints the selection of every rank */
-    bool flow_control; /**< MCA mtl_weft_flow_control: weft credits (WEFT_CREDITS) */
+    int priority; /**< MCA mtl_weft_priority */
+    int verbose;  /**< MCA mtl_weft_verbose: >= 1 prints the selection of every rank */
+    char *config; /**< MCA mtl_weft_config: NAME=value pairs on top of the environment */
 } mtl_weft_component_t;
 
 OMPI_MODULE_DECLSPEC extern mtl_weft_component_t mca_mtl_weft_component;

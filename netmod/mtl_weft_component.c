@@ -47,7 +47,7 @@ OMPI_MODULE_DECLSPEC mtl_weft_component_t mca_mtl_weft_component = {
         },
     .priority = 10,
     .verbose = 0,
-    .flow_control = true,
+    .config = NULL,
 };
 
 mtl_weft_module_t mtl_weft = {
@@ -89,13 +89,12 @@ static int mtl_weft_component_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_mtl_weft_component.verbose);
     mca_base_component_var_register(
-        &mca_mtl_weft_component.super.mtl_version, "flow_control",
-        "weft's credit-based flow control (sets WEFT_CREDITS unless the environment has it): "
-        "a peer buffers at most one credit window of eager data per sender; messages beyond "
-        "it travel as rendezvous headers, so unmatched messages never block later ones "
-        "(docs/mpi.md)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &mca_mtl_weft_component.flow_control);
+        &mca_mtl_weft_component.super.mtl_version, "config",
+        "weft configuration for this job, on top of the WEFT_* environment: NAME=value pairs "
+        "separated by commas or semicolons, e.g. \"RNDV_THRESH=32k;SHM_FIFO_SIZE=512\" "
+        "(names as weft_info -c lists them, with or without WEFT_)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_mtl_weft_component.config);
     return OMPI_SUCCESS;
 }
 
@@ -143,19 +142,53 @@ static int mtl_weft_close_objects(void)
     return rc;
 }
 
+/** Apply "NAME=value[,;]NAME=value" to @p config. 0 or the first error (logged by weft). */
+static int mtl_weft_apply_config(weft_config_t *config, const char *pairs)
+{
+    if (NULL == pairs || '\0' == pairs[0]) {
+        return 0;
+    }
+    char *copy = strdup(pairs);
+    if (NULL == copy) {
+        return -WEFT_ENOMEM;
+    }
+    int rc = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",;", &save); NULL != item && 0 == rc;
+         item = strtok_r(NULL, ",;", &save)) {
+        char *eq = strchr(item, '=');
+        if (NULL == eq) {
+            opal_output(0, "mtl weft: mtl_weft_config item \"%s\" is not NAME=value", item);
+            rc = -WEFT_EINVAL;
+            break;
+        }
+        *eq = '\0';
+        rc = weft_config_modify(config, item, eq + 1);
+    }
+    free(copy);
+    return rc;
+}
+
 static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threads,
                                                       bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
-    /* Before the first weft call: weft reads its configuration once. An explicit
-     * WEFT_CREDITS in the environment wins. */
-    if (NULL == getenv("WEFT_CREDITS")) {
-        setenv("WEFT_CREDITS", mca_mtl_weft_component.flow_control ? "y" : "n", 1);
-    }
-    struct weft_info *hints = weft_info_alloc();
+    struct weft_info *hints = NULL;
     struct weft_info *info = NULL;
-    const char *step = "weft_info_alloc";
-    int rc = -WEFT_ENOMEM;
+    weft_config_t *config = NULL;
+    /* The configuration: the environment, then mtl_weft_config's pairs. */
+    const char *step = "weft_config_read";
+    int rc = weft_config_read(&config);
+    if (0 != rc) {
+        goto fail;
+    }
+    step = "mtl_weft_config";
+    if (0 != (rc = mtl_weft_apply_config(config, mca_mtl_weft_component.config))) {
+        goto fail;
+    }
+    hints = weft_info_alloc();
+    step = "weft_info_alloc";
+    rc = -WEFT_ENOMEM;
     if (NULL == hints) {
         goto fail;
     }
@@ -170,7 +203,7 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
     hints->domain_attr.threading = enable_mpi_threads ? WEFT_THREAD_SAFE : WEFT_THREAD_DOMAIN;
 
     step = "weft_getinfo";
-    rc = weft_getinfo(WEFT_API_VERSION, hints, &info);
+    rc = weft_getinfo(WEFT_API_VERSION, hints, config, &info);
     if (0 != rc) {
         if (enable_mpi_threads) {
             opal_output(0,
@@ -181,7 +214,7 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
         goto fail;
     }
     step = "weft_fabric_open";
-    if (0 != (rc = weft_fabric_open(info, &mtl_weft.fabric))) {
+    if (0 != (rc = weft_fabric_open(info, config, &mtl_weft.fabric))) {
         goto fail;
     }
     step = "weft_domain_open";
@@ -262,13 +295,15 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
     if (mca_mtl_weft_component.verbose >= 1) {
         opal_output(0,
                     "mtl weft: selected on rank %u (pid %d): transport %s, threading %s, "
-                    "inject %zu B, max message %zu B, WEFT_CREDITS=%s",
+                    "inject %zu B, max message %zu B, configuration \"%s\"",
                     (unsigned)OPAL_PROC_MY_NAME.vpid, (int)getpid(), info->transport,
                     enable_mpi_threads ? "safe (MPI_THREAD_MULTIPLE)" : "domain",
-                    mtl_weft.inject_size, mtl_weft.max_msg_size, getenv("WEFT_CREDITS"));
+                    mtl_weft.inject_size, mtl_weft.max_msg_size,
+                    NULL != mca_mtl_weft_component.config ? mca_mtl_weft_component.config : "");
     }
     weft_info_free(info);
     weft_info_free(hints);
+    weft_config_release(config);
     return &mtl_weft.base;
 
 fail:
@@ -281,6 +316,7 @@ fail_quiet:
     (void)mtl_weft_close_objects();
     weft_info_free(info);
     weft_info_free(hints);
+    weft_config_release(config);
     return NULL;
 }
 
@@ -309,16 +345,26 @@ int mtl_weft_add_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct 
             rc = OMPI_ERR_UNREACH;
             break;
         }
-        if (size != mtl_weft.addr_len) {
-            opal_output(0, "mtl weft: address of %s has %zu bytes, expected %zu",
+        if (0 == size || size > mtl_weft.addr_len) {
+            opal_output(0, "mtl weft: address of %s has %zu bytes, expected 1 to %zu",
                         OPAL_NAME_PRINT(proc->super.proc_name), size, mtl_weft.addr_len);
             free(addr);
             rc = OMPI_ERR_UNREACH;
             break;
         }
-        weft_addr_t wa = WEFT_ADDR_NOTAVAIL;
-        int n = weft_av_insert(mtl_weft.av, addr, 1, &wa, 0);
+        /* An address says its own length (at most weft_info::addr_len): give weft
+         * a buffer of that size, so a length it reads never runs past what we hold. */
+        unsigned char *whole = calloc(1, mtl_weft.addr_len);
+        if (NULL == whole) {
+            free(addr);
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+            break;
+        }
+        memcpy(whole, addr, size);
         free(addr);
+        weft_addr_t wa = WEFT_ADDR_NOTAVAIL;
+        int n = weft_av_insert(mtl_weft.av, whole, 1, &wa, 0);
+        free(whole);
         if (1 != n || WEFT_ADDR_NOTAVAIL == wa) {
             opal_output(0, "mtl weft: weft_av_insert of %s failed: %s",
                         OPAL_NAME_PRINT(proc->super.proc_name),

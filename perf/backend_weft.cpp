@@ -164,13 +164,13 @@ void weft_backend::init()
     std::snprintf(hints->transport, sizeof(hints->transport), "%s", opt_.weft_transport.c_str());
     hints->domain_attr.progress = WEFT_PROGRESS_MANUAL;
     hints->domain_attr.threading = WEFT_THREAD_DOMAIN;
-    const int rc = weft_getinfo(WEFT_API_VERSION, hints, &info_);
+    const int rc = weft_getinfo(WEFT_API_VERSION, hints, nullptr, &info_);
     weft_info_free(hints);
     if (rc < 0) {
         fail("weft: weft_getinfo(caps=WEFT_TAGGED, transport=\"%s\") failed: %s (%d)",
              opt_.weft_transport.c_str(), weft_strerror(-rc), rc);
     }
-    check_weft(weft_fabric_open(info_, &fabric_), "weft_fabric_open");
+    check_weft(weft_fabric_open(info_, nullptr, &fabric_), "weft_fabric_open");
     check_weft(weft_domain_open(fabric_, info_, &domain_), "weft_domain_open");
 
     // Room for every completion the kernels can have outstanding: a window of

@@ -1,41 +1,19 @@
-// weft_info: list transports with their capabilities and limits; -c prints every
-// configuration variable with its type, default, current value and description.
-#include "config.h"  // WEFT_HAVE_* from configure
+// weft_info: list the transports of this build with their resources,
+// capabilities, limits and cost models, and what weft_getinfo reports; -c
+// prints every configuration variable with its type, default, value and
+// description (an invalid value says why).
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <unistd.h>
 
 #include "base/config.hpp"
-#include "transport/verbs/verbs.hpp"
 #include "core/core_config.hpp"
+#include "core/objects.hpp"
+#include "transport/registry.hpp"
 #include "weft/weft.h"
 
 namespace {
-
-const char *type_name(weft::base::config_type t)
-{
-    using weft::base::config_type;
-    switch (t) {
-        case config_type::size:
-            return "size";
-        case config_type::uint:
-            return "uint";
-        case config_type::integer:
-            return "int";
-        case config_type::boolean:
-            return "bool";
-        case config_type::ternary:
-            return "yes|no|auto";
-        case config_type::string:
-            return "string";
-        case config_type::time_us:
-            return "time";
-        case config_type::choice:
-            return "choice";
-    }
-    return "?";
-}
 
 std::string caps_string(std::uint64_t caps)
 {
@@ -60,23 +38,59 @@ std::string caps_string(std::uint64_t caps)
     return s;
 }
 
+std::string tl_caps_string(std::uint64_t caps)
+{
+    namespace cap = weft::transport::cap;
+    std::string s;
+    const struct {
+        std::uint64_t bit;
+        const char *name;
+    } names[] = {{cap::am, "am"},
+                 {cap::put, "put"},
+                 {cap::get, "get"},
+                 {cap::atomic, "atomic"},
+                 {cap::loopback, "loopback"},
+                 {cap::shared_rx, "shared_rx"},
+                 {cap::on_demand, "on_demand"}};
+    for (const auto &n : names) {
+        if ((caps & n.bit) != 0) {
+            s += s.empty() ? "" : ",";
+            s += n.name;
+        }
+    }
+    return s;
+}
+
+std::string atomic_ops(std::uint32_t mask)
+{
+    static const char *names[] = {"add", "and", "or", "xor", "swap", "cswap"};
+    std::string s;
+    for (unsigned i = 0; i < weft::transport::atomic_op_count; ++i) {
+        if ((mask & (1u << i)) != 0) {
+            s += s.empty() ? "" : ",";
+            s += names[i];
+        }
+    }
+    return s.empty() ? "-" : s;
+}
+
+std::string size_text(std::size_t v)
+{
+    return v == SIZE_MAX ? "inf" : std::to_string(v);
+}
+
 int print_config_markdown()
 {
-    (void)weft::core::global_config();
+    weft::core::init_once();
     for (const weft::base::config_table *t : weft::base::config_tables()) {
         std::printf("### %s\n\n| Variable | Type | Default | Description |\n|---|---|---|---|\n",
                     t->component_doc);
         for (std::size_t i = 0; i < t->nfields; ++i) {
             const auto &f = t->fields[i];
-            const std::string name = std::string("WEFT_") +
-                                     (t->prefix[0] != '\0' ? std::string(t->prefix) + "_" : "") +
-                                     f.name;
-            std::string type = type_name(f.type);
-            if (f.choices != nullptr) {
-                type += " (" + std::string(f.choices) + ")";
-            }
-            std::printf("| `%s` | %s | `%s` | %s |\n", name.c_str(), type.c_str(), f.default_value,
-                        f.doc);
+            const std::string type = weft::base::config_type_text(f);
+            std::printf("| `%s` | %s | `%s` | %s |\n",
+                        weft::base::config_variable_name(*t, f).c_str(), type.c_str(),
+                        f.default_value, f.doc);
         }
         std::printf("\n");
     }
@@ -85,34 +99,97 @@ int print_config_markdown()
 
 int print_config()
 {
-    (void)weft::core::global_config();  // registers every component's table
+    weft::core::init_once();
+    int bad = 0;
     for (const weft::base::config_table *t : weft::base::config_tables()) {
         std::printf("# %s\n", t->component_doc);
         for (std::size_t i = 0; i < t->nfields; ++i) {
             const auto &f = t->fields[i];
-            const std::string name = std::string("WEFT_") +
-                                     (t->prefix[0] != '\0' ? std::string(t->prefix) + "_" : "") +
-                                     f.name;
-            std::string type = type_name(f.type);
-            if (f.choices != nullptr) {
-                type += "(" + std::string(f.choices) + ")";
-            }
-            std::printf("%-30s %-14s default=%-8s value=%-8s %s\n", name.c_str(), type.c_str(),
-                        f.default_value, weft::base::config_current_text(*t, f).c_str(), f.doc);
+            const std::string type = weft::base::config_type_text(f);
+            const std::string value = weft::base::config_current_text(*t, f);
+            std::string error;
+            const bool valid =
+                weft::base::config_check_value(f, value.c_str(), &error) == weft::base::status::ok;
+            bad += valid ? 0 : 1;
+            std::printf("%-30s %-14s default=%-8s value=%-8s %s%s%s\n",
+                        weft::base::config_variable_name(*t, f).c_str(), type.c_str(),
+                        f.default_value, value.c_str(),
+                        valid ? "" : "INVALID: ", valid ? "" : error.c_str(), valid ? f.doc : "");
         }
         std::printf("\n");
     }
-    return 0;
+    for (const weft::base::config_unknown &u : weft::base::config_find_unknown()) {
+        std::printf("%s: not a weft variable%s%s\n", u.name.c_str(),
+                    u.suggestion.empty() ? "" : "; did you mean ", u.suggestion.c_str());
+    }
+    return bad == 0 ? 0 : 1;
+}
+
+/// Every transport of this build: its resources here, and, for each, the
+/// attributes of an instance (opened and closed again).
+void print_transports(const char *only)
+{
+    weft::base::config_store store;
+    (void)store.read_environment();
+    std::vector<weft::core::transport_offer> offers;
+    (void)weft::core::offered_transports(store, offers);
+    for (const weft::transport::component *c : weft::transport::components()) {
+        if (only != nullptr && std::strcmp(only, c->name) != 0) {
+            continue;
+        }
+        const weft::core::transport_offer *o = nullptr;
+        for (const auto &x : offers) {
+            o = x.comp == c ? &x : o;
+        }
+        std::printf("transport %s (wire id %u): %s\n", c->name, c->wire_id, c->description);
+        if (o == nullptr) {
+            std::printf("    not used: WEFT_TRANSPORTS leaves it out\n");
+            continue;
+        }
+        if (o->resources.empty()) {
+            std::printf("    not available: %s\n", o->why.c_str());
+            continue;
+        }
+        for (const weft::transport::resource &r : o->resources) {
+            std::printf("    domain %s: %s\n", r.name.c_str(), r.detail.c_str());
+            auto md = c->open_md(store, r);
+            if (!md.ok()) {
+                std::printf("        cannot open: %s\n", weft::base::status_string(md.error()));
+                continue;
+            }
+            const weft::transport::open_params p{weft::core::local_node_id(),
+                                                 static_cast<std::uint32_t>(getpid()), 0xfffe};
+            auto tl = c->open(p, r, *md.value(), store);
+            if (!tl.ok()) {
+                std::printf("        cannot open: %s\n", weft::base::status_string(tl.error()));
+                continue;
+            }
+            const weft::transport::attributes &a = tl.value()->attr();
+            std::printf("        caps:      %s\n", tl_caps_string(a.caps).c_str());
+            std::printf("        sizes:     short %s, bcopy %s, header %s, put %s, get %s\n",
+                        size_text(a.max_short).c_str(), size_text(a.max_bcopy).c_str(),
+                        size_text(a.max_hdr).c_str(), size_text(a.max_put).c_str(),
+                        size_text(a.max_get).c_str());
+            std::printf("        atomics:   32-bit %s / fetching %s; 64-bit %s / fetching %s\n",
+                        atomic_ops(a.atomic32).c_str(), atomic_ops(a.atomic32f).c_str(),
+                        atomic_ops(a.atomic64).c_str(), atomic_ops(a.atomic64f).c_str());
+            std::printf("        cost:      overhead %.0f ns, latency %.0f ns, %.0f MB/s\n",
+                        a.cost.overhead_ns, a.cost.latency_ns, a.cost.bandwidth_mbps);
+            std::printf("        rkeys:     %zu bytes\n", md.value()->rkey_size());
+        }
+    }
 }
 
 void usage(const char *prog)
 {
     std::printf(
-        "usage: %s [-c] [-t TRANSPORT]\n"
-        "  list weft transports with their capabilities and limits\n"
-        "  -c            print every configuration variable (type, default, value, doc)\n"
-        "  -m            the same as Markdown tables (docs/configuration.md)\n"
-        "  -t TRANSPORT  only this transport (auto, shm, self, verbs)\n",
+        "usage: %s [-c] [-m] [-t TRANSPORT]\n"
+        "  list weft's transports (resources, capabilities, limits, cost model) and what\n"
+        "  weft_getinfo reports\n"
+        "  -c            print every configuration variable (type, default, value, doc);\n"
+        "                exit 1 if a value in the environment is invalid\n"
+        "  -m            the variables as Markdown tables (docs/configuration.md)\n"
+        "  -t TRANSPORT  only this transport (auto, or a name listed without -t)\n",
         prog);
 }
 
@@ -139,6 +216,8 @@ int main(int argc, char **argv)
                 return 2;
         }
     }
+    weft::core::init_once();
+    print_transports(transport);
     weft_info *hints = weft_info_alloc();
     if (hints == nullptr) {
         return 1;
@@ -148,12 +227,13 @@ int main(int argc, char **argv)
         std::snprintf(hints->transport, sizeof(hints->transport), "%s", transport);
     }
     weft_info *list = nullptr;
-    const int rc = weft_getinfo(WEFT_API_VERSION, hints, &list);
+    const int rc = weft_getinfo(WEFT_API_VERSION, hints, nullptr, &list);
     weft_info_free(hints);
     if (rc != 0) {
         std::fprintf(stderr, "weft_info: weft_getinfo: %s\n", weft_strerror(rc));
         return 1;
     }
+    std::printf("\nweft_getinfo:\n");
     for (const weft_info *i = list; i != nullptr; i = i->next) {
         std::printf("transport: %s\n", i->transport);
         std::printf("    domain:        %s\n", i->domain_name);
@@ -172,12 +252,5 @@ int main(int argc, char **argv)
                     i->domain_attr.threading == WEFT_THREAD_DOMAIN ? "domain" : "safe");
     }
     weft_info_free(list);
-#ifdef WEFT_HAVE_VERBS
-    if ((transport == nullptr || std::strcmp(transport, "verbs") == 0) &&
-        weft::transport::verbs::active_ports().empty()) {
-        std::printf("transport: verbs (not available: %s)\n",
-                    weft::transport::verbs::unavailable_reason().c_str());
-    }
-#endif
     return 0;
 }

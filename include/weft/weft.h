@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -26,10 +27,20 @@
 extern "C" {
 #endif
 
-/** Version of this API: major << 16 | minor. Pass it to weft_getinfo(). */
-#define WEFT_VERSION(major, minor) (((uint32_t)(major) << 16) | (uint32_t)(minor))
-/** The API version this header describes. */
-#define WEFT_API_VERSION WEFT_VERSION(1, 0)
+/** Version of this API: major << 16 | minor. Pass it to weft_getinfo(). Usable
+ *  in preprocessor conditions: #if WEFT_API_VERSION >= WEFT_VERSION(2, 0). */
+#define WEFT_VERSION(major, minor) (((major) << 16) | (minor))
+#define WEFT_MAJOR(version) ((version) >> 16)
+#define WEFT_MINOR(version) ((version)&0xffff)
+/**
+ * The API version this header describes. weft_getinfo() accepts the same major
+ * version with a minor version up to this one.
+ * 2.0: configuration objects (weft_config_*, passed to weft_getinfo() and
+ * weft_fabric_open()), variable-length endpoint addresses, packed remote keys.
+ */
+#define WEFT_API_VERSION_MAJOR 2
+#define WEFT_API_VERSION_MINOR 0
+#define WEFT_API_VERSION WEFT_VERSION(WEFT_API_VERSION_MAJOR, WEFT_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ status codes */
 
@@ -68,6 +79,8 @@ typedef struct weft_cq weft_cq_t;         /**< a completion queue */
 typedef struct weft_cntr weft_cntr_t;     /**< a completion counter */
 typedef struct weft_av weft_av_t;         /**< an address vector (table-indexed) */
 typedef struct weft_mr weft_mr_t;         /**< a registered memory region */
+typedef struct weft_rkey weft_rkey_t;     /**< a peer's memory region, unpacked for one endpoint */
+typedef struct weft_config weft_config_t; /**< a set of configuration values (WEFT_* variables) */
 
 /** An address vector index. The index of a peer is its insertion position. */
 typedef uint64_t weft_addr_t;
@@ -82,10 +95,10 @@ typedef uint64_t weft_addr_t;
 #define WEFT_SOURCE (1ULL << 1)         /**< cap: report the source address of receives */
 #define WEFT_DIRECTED_RECV (1ULL << 2)  /**< cap: receives may name a source */
 #define WEFT_REMOTE_CQ_DATA (1ULL << 3) /**< cap and flag: 64-bit remote CQ data */
-#define WEFT_RMA (1ULL << 4)            /**< cap: one-sided RMA (later) */
-#define WEFT_ATOMIC (1ULL << 5)         /**< cap: atomics (later) */
-#define WEFT_TRIGGER (1ULL << 6)        /**< cap: triggered operations (later) */
-#define WEFT_VARIABLE_MSG (1ULL << 7)   /**< cap and CQ flag: variable-length messages */
+#define WEFT_RMA (1ULL << 4)            /**< cap: one-sided RMA (not in this version's API) */
+#define WEFT_ATOMIC (1ULL << 5)         /**< cap: atomics (not in this version's API) */
+#define WEFT_TRIGGER (1ULL << 6)      /**< cap: triggered operations (not in this version's API) */
+#define WEFT_VARIABLE_MSG (1ULL << 7) /**< cap and CQ flag: variable-length messages */
 
 #define WEFT_SEND (1ULL << 16)       /**< CQ flag: a send completed; bind flag: transmit side */
 #define WEFT_RECV (1ULL << 17)       /**< CQ flag: a receive completed; bind flag: receive side */
@@ -99,9 +112,9 @@ typedef uint64_t weft_addr_t;
 #define WEFT_SELECTIVE_COMPLETION \
     (1ULL << 24) /**< bind flag: completions only with WEFT_COMPLETION */
 
-/** Message ordering bits (weft_ep_attr::msg_order). */
-#define WEFT_ORDER_SAS (1ULL << 0) /**< send after send: messages from one source match in order \
-                                    */
+/** Message ordering bits (weft_ep_attr::msg_order). WEFT_ORDER_SAS: send after
+ *  send, messages from one source match in the order they were sent. */
+#define WEFT_ORDER_SAS (1ULL << 0)
 
 /* ------------------------------------------------------------------ attributes */
 
@@ -149,12 +162,12 @@ struct weft_domain_attr {
 
 /** Discovery result (and hints). One entry per usable transport. */
 struct weft_info {
-    struct weft_info *next;              /**< next entry, or NULL */
-    uint64_t caps;                       /**< WEFT_TAGGED, WEFT_SOURCE, ... */
-    char transport[16];                  /**< "shm", "self", "tcp", "verbs"; "" in hints = any */
-    char domain_name[64];                /**< device or node name */
-    size_t addr_len;                     /**< bytes of a raw endpoint address (weft_ep_getname) */
-    struct weft_ep_attr ep_attr;         /**< endpoint attributes and limits */
+    struct weft_info *next;      /**< next entry, or NULL */
+    uint64_t caps;               /**< WEFT_TAGGED, WEFT_SOURCE, ... */
+    char transport[16];          /**< "auto", or a transport name; "" in hints = any */
+    char domain_name[64];        /**< device or node name */
+    size_t addr_len;             /**< most bytes of a raw endpoint address (weft_ep_getname) */
+    struct weft_ep_attr ep_attr; /**< endpoint attributes and limits */
     struct weft_domain_attr domain_attr; /**< domain attributes */
 };
 
@@ -168,18 +181,63 @@ struct weft_info *weft_info_dup(const struct weft_info *info);
  * Discover transports that satisfy @p hints (NULL: everything).
  * @param version WEFT_API_VERSION
  * @param hints   required caps, optional transport name, progress and threading
+ * @param config  configuration values (NULL: read from the environment now)
  * @param info    out: linked list, best first; free with weft_info_free()
- * @return 0, -WEFT_ENODEV when nothing matches, or another negative code
+ * @return 0, -WEFT_ENODEV when nothing matches, -WEFT_EINVAL for an invalid
+ *         configuration value (logged, naming the variable), or another negative code
  */
-int weft_getinfo(uint32_t version, const struct weft_info *hints, struct weft_info **info);
+int weft_getinfo(uint32_t version, const struct weft_info *hints, const weft_config_t *config,
+                 struct weft_info **info);
 
 /** Free a list returned by weft_getinfo() or weft_info_alloc(). NULL is allowed. */
 void weft_info_free(struct weft_info *info);
 
+/* ------------------------------------------------------------------ configuration */
+
+/**
+ * Read the configuration: every variable's default, then the WEFT_* environment
+ * variables. An invalid value (one that does not parse, or is out of its range)
+ * is logged naming the variable and fails the call with -WEFT_EINVAL (*config is
+ * NULL then); unknown WEFT_* variables are warned about with the nearest valid
+ * name. Variables and ranges: docs/configuration.md, or weft_info -c.
+ */
+int weft_config_read(weft_config_t **config);
+
+/**
+ * Set variable @p name ("WEFT_SHM_FIFO_SIZE", or without the prefix,
+ * "SHM_FIFO_SIZE"; any case) to @p value, after checking it.
+ * @return 0, -WEFT_ENOENT for an unknown name (logged with the nearest one),
+ *         -WEFT_EINVAL for an invalid value (logged with the reason)
+ */
+int weft_config_modify(weft_config_t *config, const char *name, const char *value);
+
+/**
+ * The value of @p name (set, or its default) as text into @p value (*len in:
+ * capacity; out: bytes needed, with the terminating NUL).
+ * @return 0, -WEFT_ENOENT, or -WEFT_ETRUNC (the value did not fit; *len is set)
+ */
+int weft_config_get(const weft_config_t *config, const char *name, char *value, size_t *len);
+
+/** weft_config_print() flags. */
+#define WEFT_CONFIG_PRINT_DOC (1ULL << 0) /**< each variable's description, type and default */
+#define WEFT_CONFIG_PRINT_SET (1ULL << 1) /**< only the variables given a value */
+
+/** Print every variable as NAME=value lines (with WEFT_CONFIG_PRINT_DOC: documented). */
+int weft_config_print(const weft_config_t *config, FILE *stream, uint64_t flags);
+
+/** Release a configuration. NULL is allowed. */
+void weft_config_release(weft_config_t *config);
+
 /* ------------------------------------------------------------------ fabric, domain */
 
-/** Open the fabric described by @p info. */
-int weft_fabric_open(const struct weft_info *info, weft_fabric_t **fabric);
+/**
+ * Open the fabric described by @p info, with the configuration @p config (NULL:
+ * read from the environment now; pass the one given to weft_getinfo()). The
+ * fabric keeps its own copy: later changes to @p config do not reach it. Its
+ * domains and endpoints take their settings from it.
+ */
+int weft_fabric_open(const struct weft_info *info, const weft_config_t *config,
+                     weft_fabric_t **fabric);
 /** Close a fabric; -WEFT_EBUSY while domains are open. */
 int weft_fabric_close(weft_fabric_t *fabric);
 
@@ -200,7 +258,7 @@ enum weft_cq_format {
 
 /** Completion queue attributes. */
 struct weft_cq_attr {
-    size_t size;                /**< entries; 0 = default (WEFT_CORE_CQ_SIZE) */
+    size_t size;                /**< entries; 0 = default (WEFT_CQ_SIZE) */
     enum weft_cq_format format; /**< entry format */
 };
 
@@ -317,11 +375,12 @@ int weft_av_open(weft_domain_t *domain, const struct weft_av_attr *attr, weft_av
 int weft_av_close(weft_av_t *av);
 
 /**
- * Insert @p count raw addresses (each as returned by weft_ep_getname(), packed
- * back to back, weft_info::addr_len bytes each). Their indices are the next
+ * Insert @p count raw addresses, each as returned by weft_ep_getname(), packed
+ * back to back (an address carries its own length). Their indices are the next
  * @p count table positions; written to @p fi_addr when not NULL (entries that
  * are invalid get WEFT_ADDR_NOTAVAIL).
- * @return number of addresses inserted, or a negative code.
+ * @return number of addresses inserted, or a negative code (-WEFT_EBADMSG when
+ *         an address's length cannot be read: the rest are not looked at).
  */
 int weft_av_insert(weft_av_t *av, const void *addr, size_t count, weft_addr_t *fi_addr,
                    uint64_t flags);
@@ -348,19 +407,47 @@ int weft_av_load_pmix(weft_av_t *av, weft_ep_t *ep, uint32_t *rank, uint32_t *si
 
 /* ------------------------------------------------------------------ memory regions */
 
-#define WEFT_ACCESS_LOCAL (1ULL << 0)        /**< used as a local buffer */
-#define WEFT_ACCESS_REMOTE_READ (1ULL << 1)  /**< target of remote reads */
-#define WEFT_ACCESS_REMOTE_WRITE (1ULL << 2) /**< target of remote writes */
+#define WEFT_ACCESS_LOCAL (1ULL << 0)         /**< used as a local buffer */
+#define WEFT_ACCESS_REMOTE_READ (1ULL << 1)   /**< target of remote reads */
+#define WEFT_ACCESS_REMOTE_WRITE (1ULL << 2)  /**< target of remote writes */
+#define WEFT_ACCESS_REMOTE_ATOMIC (1ULL << 3) /**< target of remote atomics */
 
-/** Register memory. Registration is optional for tagged messages (desc may be NULL). */
+/**
+ * Register memory with every transport of the domain. Registration is optional
+ * for tagged messages (desc may be NULL); remote access needs it, and the
+ * region's packed key (weft_mr_pack_key()) given to the peers.
+ */
 int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t access, uint64_t flags,
                 weft_mr_t **mr);
-/** Deregister. */
+/** Deregister: from now on a peer's operation with the region's key fails. */
 int weft_mr_close(weft_mr_t *mr);
 /** Local descriptor to pass as desc to data transfer calls. */
 void *weft_mr_desc(weft_mr_t *mr);
-/** Remote key to give to peers. */
+/** The region's 64-bit key in its domain (part of the packed key). */
 uint64_t weft_mr_key(weft_mr_t *mr);
+
+/** Most bytes of a packed remote key. */
+#define WEFT_MR_KEY_MAX 256
+
+/**
+ * Pack the region's remote key -- its range, access rights and every
+ * transport's own key -- into @p buf, to give to peers (*len in: capacity;
+ * out: bytes written, at most WEFT_MR_KEY_MAX). Format: docs/protocols.md.
+ * @return 0, or -WEFT_ETRUNC (*len set to the size needed)
+ */
+int weft_mr_pack_key(weft_mr_t *mr, void *buf, size_t *len);
+
+/**
+ * Unpack a peer's packed key for use by @p ep towards the peer at @p peer:
+ * the part of the transport that reaches it is used for native operations,
+ * and the rest through active messages. The bytes are checked.
+ * @return 0, -WEFT_EBADMSG for a malformed key, or the error reaching the peer
+ */
+int weft_rkey_unpack(weft_ep_t *ep, weft_addr_t peer, const void *buf, size_t len,
+                     weft_rkey_t **rkey);
+
+/** Release an unpacked key. NULL is allowed. */
+int weft_rkey_release(weft_rkey_t *rkey);
 
 /* ------------------------------------------------------------------ endpoints */
 
@@ -380,7 +467,8 @@ int weft_ep_bind_av(weft_ep_t *ep, weft_av_t *av);
 int weft_ep_enable(weft_ep_t *ep);
 
 /**
- * Copy the endpoint's raw address (weft_info::addr_len bytes) to @p addr.
+ * Copy the endpoint's raw address (at most weft_info::addr_len bytes; the
+ * format is docs/protocols.md's) to @p addr.
  * *addrlen in: capacity; out: size. -WEFT_ETRUNC if too small (size still set).
  */
 int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen);

@@ -1,6 +1,5 @@
 // The C ABI: argument checks, then the object model. Nothing here throws; every
 // allocation that can fail on the control path is checked (new (std::nothrow)).
-#include "config.h"  // WEFT_HAVE_* from configure
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -11,7 +10,7 @@
 #include "core/ep.hpp"
 #include "core/objects.hpp"
 #include "core/pmix.hpp"
-#include "transport/verbs/verbs.hpp"
+#include "proto/key.hpp"
 
 using weft::base::status;
 namespace core = weft::core;
@@ -63,7 +62,7 @@ void fill_info(weft_info &i, const char *name, const weft_info *hints, const cor
     char host[64] = {};
     (void)gethostname(host, sizeof(host) - 1);
     std::snprintf(i.domain_name, sizeof(i.domain_name), "%s", host);
-    i.addr_len = sizeof(transport::wire_address);
+    i.addr_len = transport::max_address_size;
     i.ep_attr.inject_size = cfg.inject_size;
     i.ep_attr.max_msg_size = cfg.max_msg_size;
     i.ep_attr.tx_size = cfg.tx_size;
@@ -88,6 +87,18 @@ bool info_ok(const weft_info *info)
     return info != nullptr && valid_threading(info->domain_attr.threading) &&
            valid_credit_mode(info->ep_attr.credit_mode) &&
            valid_progress(info->domain_attr.progress) && (info->caps & ~supported_caps) == 0;
+}
+
+/// The values of `config`, or of the environment now when it is null (an
+/// invalid environment value fails, logged naming the variable).
+int config_or_environment(const weft_config_t *config, weft::base::config_store &out)
+{
+    core::init_once();
+    if (config != nullptr) {
+        out = config->store;
+        return 0;
+    }
+    return out.read_environment() == status::ok ? 0 : -WEFT_EINVAL;
 }
 
 template <typename T>
@@ -176,25 +187,37 @@ void weft_info_free(weft_info *info)
     }
 }
 
-int weft_getinfo(uint32_t version, const weft_info *hints, weft_info **info)
+int weft_getinfo(uint32_t version, const weft_info *hints, const weft_config_t *config,
+                 weft_info **info)
 {
     if (info == nullptr) {
         return -WEFT_EINVAL;
     }
     *info = nullptr;
-    if ((version >> 16) != (WEFT_API_VERSION >> 16)) {
+    if ((version >> 16) != (WEFT_API_VERSION >> 16) ||
+        (version & 0xffff) > (WEFT_API_VERSION & 0xffff)) {
         WEFT_LOG(core, error, "weft_getinfo: API version %u.%u not supported (this is %u.%u)",
                  version >> 16, version & 0xffff, WEFT_API_VERSION >> 16,
                  WEFT_API_VERSION & 0xffff);
         return -WEFT_ENOSYS;
     }
-    const core::core_config &cfg = core::global_config();
+    weft::base::config_store store;
+    if (const int rc = config_or_environment(config, store); rc != 0) {
+        return rc;
+    }
     if (hints != nullptr && (!valid_threading(hints->domain_attr.threading) ||
-                             !valid_progress(hints->domain_attr.progress))) {
+                             !valid_progress(hints->domain_attr.progress) ||
+                             !valid_credit_mode(hints->ep_attr.credit_mode))) {
         return -WEFT_EINVAL;
     }
     if (hints != nullptr && (hints->caps & ~supported_caps) != 0) {
         return -WEFT_ENODEV;
+    }
+    core::core_config cfg{};
+    store.load(core::core_config_table, &cfg);
+    std::vector<core::transport_offer> offers;
+    if (core::offered_transports(store, offers) != status::ok) {
+        return -WEFT_EINVAL;
     }
     weft_info *head = nullptr;
     weft_info **tail = &head;
@@ -220,24 +243,24 @@ int weft_getinfo(uint32_t version, const weft_info *hints, weft_info **info)
         tail = &i->next;
         return true;
     };
-    for (const char *name : {"auto", "shm", "self"}) {
-        if (core::transports_for(name) != 0 && !add(name, nullptr)) {
-            weft_info_free(head);
-            return -WEFT_ENOMEM;
+    // "auto" first: one endpoint that reaches each peer by the best transport
+    // for it (self, shm on the node, a NIC across). Then every transport's
+    // domains: one entry per resource (as libfabric's verbs provider has one per
+    // port), its name the domain name.
+    bool any = false;
+    for (const core::transport_offer &o : offers) {
+        any = any || !o.resources.empty();
+    }
+    bool ok = !any || add("auto", nullptr);
+    for (const core::transport_offer &o : offers) {
+        for (const transport::resource &r : o.resources) {
+            ok = ok && add(o.comp->name, r.name.c_str());
         }
     }
-#ifdef WEFT_HAVE_VERBS
-    // One entry per usable port: its name is the domain name (as libfabric's verbs
-    // provider does), so an application picks a port by domain.
-    if (core::transports_for("verbs") != 0) {
-        for (const auto &port : transport::verbs::active_ports()) {
-            if (!add("verbs", port.name.c_str())) {
-                weft_info_free(head);
-                return -WEFT_ENOMEM;
-            }
-        }
+    if (!ok) {
+        weft_info_free(head);
+        return -WEFT_ENOMEM;
     }
-#endif
     if (head == nullptr) {
         return -WEFT_ENODEV;
     }
@@ -245,18 +268,107 @@ int weft_getinfo(uint32_t version, const weft_info *hints, weft_info **info)
     return 0;
 }
 
+// ------------------------------------------------------------------ configuration
+
+int weft_config_read(weft_config_t **config)
+{
+    if (config == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    *config = nullptr;
+    core::init_once();
+    auto *c = new (std::nothrow) weft_config{};
+    if (c == nullptr) {
+        return -WEFT_ENOMEM;
+    }
+    if (c->store.read_environment() != status::ok) {
+        delete c;
+        return -WEFT_EINVAL;  // logged, naming the variable
+    }
+    *config = c;
+    return 0;
+}
+
+int weft_config_modify(weft_config_t *config, const char *name, const char *value)
+{
+    if (config == nullptr || name == nullptr || value == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    core::init_once();
+    return weft::base::to_c(config->store.set(name, value));
+}
+
+int weft_config_get(const weft_config_t *config, const char *name, char *value, size_t *len)
+{
+    if (config == nullptr || name == nullptr || len == nullptr || (value == nullptr && *len != 0)) {
+        return -WEFT_EINVAL;
+    }
+    core::init_once();
+    std::string v;
+    if (config->store.get(name, v) != status::ok) {
+        return -WEFT_ENOENT;
+    }
+    const std::size_t cap = *len;
+    *len = v.size() + 1;
+    if (cap < v.size() + 1) {
+        return -WEFT_ETRUNC;
+    }
+    std::memcpy(value, v.c_str(), v.size() + 1);
+    return 0;
+}
+
+int weft_config_print(const weft_config_t *config, FILE *stream, uint64_t flags)
+{
+    if (config == nullptr || stream == nullptr ||
+        (flags & ~(WEFT_CONFIG_PRINT_DOC | WEFT_CONFIG_PRINT_SET)) != 0) {
+        return -WEFT_EINVAL;
+    }
+    core::init_once();
+    for (const weft::base::config_table *t : weft::base::config_tables()) {
+        bool title = false;
+        for (std::size_t i = 0; i < t->nfields; ++i) {
+            const weft::base::config_field &f = t->fields[i];
+            const bool set = config->store.is_set(*t, f);
+            if ((flags & WEFT_CONFIG_PRINT_SET) != 0 && !set) {
+                continue;
+            }
+            if ((flags & WEFT_CONFIG_PRINT_DOC) != 0 && !title) {
+                std::fprintf(stream, "#\n# %s\n#\n", t->component_doc);
+                title = true;
+            }
+            if ((flags & WEFT_CONFIG_PRINT_DOC) != 0) {
+                std::fprintf(stream, "# %s (%s, default %s)\n", f.doc,
+                             weft::base::config_type_text(f).c_str(),
+                             f.default_value != nullptr ? f.default_value : "none");
+            }
+            std::fprintf(stream, "%s=%s\n", weft::base::config_variable_name(*t, f).c_str(),
+                         config->store.text(*t, f).c_str());
+        }
+    }
+    return std::ferror(stream) != 0 ? -WEFT_EIO : 0;
+}
+
+void weft_config_release(weft_config_t *config)
+{
+    delete config;
+}
+
 // ------------------------------------------------------------------ fabric, domain
 
-int weft_fabric_open(const weft_info *info, weft_fabric_t **fabric)
+int weft_fabric_open(const weft_info *info, const weft_config_t *config, weft_fabric_t **fabric)
 {
     if (!info_ok(info) || fabric == nullptr) {
         return -WEFT_EINVAL;
     }
-    (void)core::global_config();
     auto *f = new (std::nothrow) weft_fabric{};
     if (f == nullptr) {
         return -WEFT_ENOMEM;
     }
+    if (const int rc = config_or_environment(config, f->config); rc != 0) {
+        delete f;
+        return rc;
+    }
+    f->config.load(core::core_config_table, &f->cfg);
     f->info = *info;
     f->info.next = nullptr;
     *fabric = f;
@@ -280,27 +392,29 @@ int weft_domain_open(weft_fabric_t *fabric, const weft_info *info, weft_domain_t
     if (fabric == nullptr || !info_ok(info) || domain == nullptr) {
         return -WEFT_EINVAL;
     }
-    if (core::transports_for(info->transport) == 0) {
-        WEFT_LOG(core, error, "weft_domain_open: transport '%.16s' is not available",
-                 info->transport);
-        return -WEFT_ENODEV;
-    }
-#ifdef WEFT_HAVE_VERBS
-    if (std::strncmp(info->transport, "verbs", sizeof(info->transport)) == 0) {
-        const auto &ports = transport::verbs::active_ports();
-        if (std::none_of(ports.begin(), ports.end(), [&](const auto &p) {
-                return std::strncmp(p.name.c_str(), info->domain_name, sizeof(info->domain_name)) ==
-                       0;
-            })) {
-            WEFT_LOG(core, error, "weft_domain_open: '%.64s' is not an active verbs port",
-                     info->domain_name);
-            return -WEFT_ENODEV;
-        }
-    }
-#endif
     auto *d = new (std::nothrow) weft_domain{};
     if (d == nullptr) {
         return -WEFT_ENOMEM;
+    }
+    const status st =
+        core::select_resources(fabric->config, info->transport, info->domain_name, d->resources);
+    if (st != status::ok) {
+        WEFT_LOG(core, error,
+                 "weft_domain_open: transport '%.16s' (domain '%.64s') is not available",
+                 info->transport, info->domain_name);
+        delete d;
+        return weft::base::to_c(st);
+    }
+    // One memory domain per resource: weft_mr_reg registers with each.
+    for (const core::selected_resource &r : d->resources) {
+        auto md = r.comp->open_md(fabric->config, r.res);
+        if (!md.ok()) {
+            WEFT_LOG(core, error, "weft_domain_open: %s on %s: %s", r.comp->name,
+                     r.res.name.c_str(), weft::base::status_string(md.error()));
+            delete d;
+            return weft::base::to_c(md.error());
+        }
+        d->mds.push_back(std::move(md.value()));
     }
     d->fabric = fabric;
     d->info = *info;
@@ -311,7 +425,7 @@ int weft_domain_open(weft_fabric_t *fabric, const weft_info *info, weft_domain_t
     if (d->info.domain_attr.threading == WEFT_THREAD_UNSPEC) {
         d->info.domain_attr.threading = WEFT_THREAD_SAFE;
     }
-    d->cfg = core::global_config();
+    d->cfg = fabric->cfg;
     fabric->refs.fetch_add(1, std::memory_order_acq_rel);
     *domain = d;
     return 0;
@@ -495,12 +609,12 @@ uint64_t weft_cntr_read(weft_cntr_t *cntr)
     if (cntr->domain->info.domain_attr.progress != WEFT_PROGRESS_AUTO) {
         cntr->progress();
     }
-    return cntr->value.load(std::memory_order_acquire);
+    return cntr->counter.value();
 }
 
 uint64_t weft_cntr_readerr(weft_cntr_t *cntr)
 {
-    return cntr == nullptr ? 0 : cntr->errors.load(std::memory_order_acquire);
+    return cntr == nullptr ? 0 : cntr->counter.errors();
 }
 
 int weft_cntr_add(weft_cntr_t *cntr, uint64_t value)
@@ -508,7 +622,7 @@ int weft_cntr_add(weft_cntr_t *cntr, uint64_t value)
     if (cntr == nullptr) {
         return -WEFT_EINVAL;
     }
-    cntr->value.fetch_add(value, std::memory_order_acq_rel);
+    cntr->counter.add(value);  // through the trigger list, as completions are
     return 0;
 }
 
@@ -517,7 +631,7 @@ int weft_cntr_set(weft_cntr_t *cntr, uint64_t value)
     if (cntr == nullptr) {
         return -WEFT_EINVAL;
     }
-    cntr->value.store(value, std::memory_order_release);
+    cntr->counter.set(value);
     return 0;
 }
 
@@ -526,14 +640,14 @@ int weft_cntr_wait(weft_cntr_t *cntr, uint64_t threshold, int timeout_ms)
     if (cntr == nullptr) {
         return -WEFT_EINVAL;
     }
-    const std::uint64_t errors = cntr->errors.load(std::memory_order_acquire);
+    const std::uint64_t errors = cntr->counter.errors();
     const std::uint64_t deadline =
         timeout_ms < 0 ? UINT64_MAX : weft::base::now_ns() + std::uint64_t(timeout_ms) * 1000000;
     for (unsigned spins = 0;; ++spins) {
         if (weft_cntr_read(cntr) >= threshold) {
             return 0;
         }
-        if (cntr->errors.load(std::memory_order_acquire) != errors) {
+        if (cntr->counter.errors() != errors) {
             return -WEFT_EAVAIL;
         }
         if (weft::base::now_ns() >= deadline) {
@@ -585,11 +699,25 @@ int weft_av_insert(weft_av_t *av, const void *addr, size_t count, weft_addr_t *f
     int inserted = 0;
     const auto *bytes = static_cast<const std::uint8_t *>(addr);
     for (std::size_t i = 0; i < count; ++i) {
-        transport::wire_address a;
-        std::memcpy(&a, bytes + i * sizeof(a), sizeof(a));
+        transport::address a;
+        std::size_t used = 0;
+        if (transport::address::parse(bytes, transport::max_address_size, a, &used) != status::ok) {
+            // Its length cannot be trusted, so neither can where the next one
+            // starts: this one takes its index as an invalid entry, the rest none.
+            WEFT_LOG(core, warn,
+                     "weft_av_insert: address %zu is not a weft address of this version: it and "
+                     "the %zu after it are not inserted",
+                     i, count - i - 1);
+            const weft_addr_t idx = av->insert_invalid();
+            for (std::size_t k = i; fi_addr != nullptr && k < count; ++k) {
+                fi_addr[k] = idx;
+            }
+            return inserted > 0 ? inserted : -WEFT_EBADMSG;
+        }
+        bytes += used;
         const weft_addr_t idx = av->insert(a);
         if (idx == WEFT_ADDR_NOTAVAIL) {
-            WEFT_LOG(core, debug, "weft_av_insert: entry %zu is not a weft address", i);
+            WEFT_LOG(core, debug, "weft_av_insert: address %zu cannot be stored", i);
         } else {
             ++inserted;
         }
@@ -619,16 +747,16 @@ int weft_av_lookup(weft_av_t *av, weft_addr_t fi_addr, void *addr, size_t *addrl
     if (av == nullptr || addrlen == nullptr || (addr == nullptr && *addrlen != 0)) {
         return -WEFT_EINVAL;
     }
-    transport::wire_address a;
+    transport::address a;
     if (av->lookup(fi_addr, a) != status::ok) {
         return -WEFT_ENOENT;
     }
     const std::size_t cap = *addrlen;
-    *addrlen = sizeof(a);
-    if (cap < sizeof(a)) {
+    *addrlen = a.size();
+    if (cap < a.size()) {
         return -WEFT_ETRUNC;
     }
-    std::memcpy(addr, &a, sizeof(a));
+    std::memcpy(addr, a.data(), a.size());
     return 0;
 }
 
@@ -646,17 +774,29 @@ int weft_av_load_pmix(weft_av_t *av, weft_ep_t *ep, uint32_t *rank, uint32_t *si
         WEFT_LOG(core, error, "weft_av_load_pmix: the address vector must be empty");
         return -WEFT_EINVAL;
     }
-    std::vector<std::uint8_t> all;
+    std::vector<std::vector<std::uint8_t>> all;
     std::uint32_t r = 0;
     std::uint32_t n = 0;
-    const status st = core::pmix_exchange(&ep->addr, sizeof(ep->addr), all, r, n);
+    const status st = core::pmix_exchange(ep->addr.data(), ep->addr.size(),
+                                          transport::max_address_size, all, r, n);
     if (st != status::ok) {
         return weft::base::to_c(st);
     }
-    const int inserted = weft_av_insert(av, all.data(), n, nullptr, 0);
-    if (inserted != static_cast<int>(n)) {
-        WEFT_LOG(core, error, "weft_av_load_pmix: %d of %u addresses were valid", inserted, n);
-        return inserted < 0 ? inserted : -WEFT_EBADMSG;
+    std::uint32_t bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        transport::address a;
+        const bool valid = transport::address::parse(all[i].data(), all[i].size(), a) == status::ok;
+        const weft_addr_t idx = valid ? av->insert(a) : av->insert_invalid();
+        if (idx == WEFT_ADDR_NOTAVAIL) {
+            WEFT_LOG(core, error,
+                     "weft_av_load_pmix: rank %u published an invalid weft address "
+                     "(another weft version?)",
+                     i);
+            ++bad;
+        }
+    }
+    if (bad != 0) {
+        return -WEFT_EBADMSG;
     }
     weft::base::log_set_rank(r);
     if (rank != nullptr) {
@@ -673,13 +813,12 @@ int weft_av_load_pmix(weft_av_t *av, weft_ep_t *ep, uint32_t *rank, uint32_t *si
 int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t access, uint64_t flags,
                 weft_mr_t **mr)
 {
-    constexpr std::uint64_t all_access =
-        WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ | WEFT_ACCESS_REMOTE_WRITE;
+    constexpr std::uint64_t all_access = WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ |
+                                         WEFT_ACCESS_REMOTE_WRITE | WEFT_ACCESS_REMOTE_ATOMIC;
     if (domain == nullptr || mr == nullptr || (buf == nullptr && len != 0) ||
         (access & ~all_access) != 0 || flags != 0) {
         return -WEFT_EINVAL;
     }
-    static std::atomic<std::uint64_t> next_key{1};
     auto *m = new (std::nothrow) weft_mr{};
     if (m == nullptr) {
         return -WEFT_ENOMEM;
@@ -688,36 +827,51 @@ int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t acc
     m->buf = buf;
     m->len = len;
     m->access = access;
-    m->key = next_key.fetch_add(1, std::memory_order_relaxed);
-#ifdef WEFT_HAVE_VERBS
-    // A domain that reaches verbs registers with the port's protection domain,
-    // so the key is the one a peer's RDMA would use.
-    const bool is_verbs =
-        std::strncmp(domain->info.transport, "verbs", sizeof(domain->info.transport)) == 0;
-    const bool is_auto =
-        std::strncmp(domain->info.transport, "auto", sizeof(domain->info.transport)) == 0;
-    if (len != 0 && (is_verbs || (is_auto && core::transports_for("verbs") != 0))) {
-        auto r = transport::verbs::register_memory(is_verbs ? domain->info.domain_name : "", buf,
-                                                   len, (access & WEFT_ACCESS_REMOTE_WRITE) != 0);
-        if (!r.ok()) {
-            delete m;
-            return weft::base::to_c(r.error());
-        }
-        m->key = r.value()->rkey();
-        m->verbs = std::move(r.value());
+    // The WEFT_ACCESS_* bits are the transports' access bits (static_asserts below).
+    const auto acc = static_cast<unsigned>(access);
+    // Every transport of the domain registers it (a verbs port: its protection
+    // domain, so that a peer's RDMA can reach it); proto/'s region table keeps it
+    // for the active-message fallback of every other peer.
+    if (domain->regions.add(buf, len, acc, m->am_key) != status::ok) {
+        delete m;
+        return -WEFT_ENOMEM;
     }
-#endif
+    for (auto &md : domain->mds) {
+        std::uint64_t handle = 0;
+        const status st =
+            len == 0 ? status::ok : md->reg(const_cast<void *>(buf), len, acc, handle);
+        if (st != status::ok) {
+            for (std::size_t i = 0; i < m->handles.size(); ++i) {
+                domain->mds[i]->dereg(m->handles[i]);
+            }
+            domain->regions.remove(m->am_key);
+            delete m;
+            return weft::base::to_c(st);
+        }
+        m->handles.push_back(handle);
+    }
     domain->refs.fetch_add(1, std::memory_order_acq_rel);
     *mr = m;
     return 0;
 }
+static_assert(WEFT_ACCESS_LOCAL == transport::access::local);
+static_assert(WEFT_ACCESS_REMOTE_READ == transport::access::remote_read);
+static_assert(WEFT_ACCESS_REMOTE_WRITE == transport::access::remote_write);
+static_assert(WEFT_ACCESS_REMOTE_ATOMIC == transport::access::remote_atomic);
 
 int weft_mr_close(weft_mr_t *mr)
 {
     if (mr == nullptr) {
         return -WEFT_EINVAL;
     }
-    unref(mr->domain);
+    weft_domain *d = mr->domain;
+    d->regions.remove(mr->am_key);  // first: the fallback refuses the key from now on
+    for (std::size_t i = 0; i < mr->handles.size(); ++i) {
+        if (mr->len != 0) {
+            d->mds[i]->dereg(mr->handles[i]);
+        }
+    }
+    unref(d);
     delete mr;
     return 0;
 }
@@ -729,7 +883,66 @@ void *weft_mr_desc(weft_mr_t *mr)
 
 uint64_t weft_mr_key(weft_mr_t *mr)
 {
-    return mr == nullptr ? 0 : mr->key;
+    return mr == nullptr ? 0 : mr->am_key;
+}
+
+int weft_mr_pack_key(weft_mr_t *mr, void *buf, size_t *len)
+{
+    if (mr == nullptr || len == nullptr || (buf == nullptr && *len != 0)) {
+        return -WEFT_EINVAL;
+    }
+    weft_domain *d = mr->domain;
+    proto::key_builder b(reinterpret_cast<std::uint64_t>(mr->buf), mr->len,
+                         static_cast<std::uint32_t>(mr->access), mr->am_key);
+    for (std::size_t i = 0; i < d->mds.size(); ++i) {
+        const std::size_t n = d->mds[i]->rkey_size();
+        if (n == 0 || mr->len == 0) {
+            continue;  // this transport's peers use the active-message fallback
+        }
+        std::uint8_t part[transport::max_rkey_size];
+        if (n > sizeof(part) || d->mds[i]->pack_rkey(mr->handles[i], part) != status::ok ||
+            b.add(d->resources[i].comp->wire_id, part, n) != status::ok) {
+            return -WEFT_EIO;
+        }
+    }
+    const std::size_t cap = *len;
+    *len = b.size();
+    if (cap < b.size()) {
+        return -WEFT_ETRUNC;
+    }
+    std::memcpy(buf, b.data(), b.size());
+    return 0;
+}
+
+int weft_rkey_unpack(weft_ep_t *ep, weft_addr_t peer, const void *buf, size_t len,
+                     weft_rkey_t **rkey)
+{
+    if (ep == nullptr || !ep->enabled || buf == nullptr || rkey == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    *rkey = nullptr;
+    auto *k = new (std::nothrow) weft_rkey{};
+    if (k == nullptr) {
+        return -WEFT_ENOMEM;
+    }
+    status st;
+    {
+        weft::base::scoped_guard g(ep->lock);  // control path: always take it
+        st = proto::unpack_key(ep->stack->ch, peer, buf, len, k->key);
+    }
+    if (st != status::ok) {
+        delete k;
+        return weft::base::to_c(st);
+    }
+    k->ep = ep;
+    *rkey = k;
+    return 0;
+}
+
+int weft_rkey_release(weft_rkey_t *rkey)
+{
+    delete rkey;
+    return 0;
 }
 
 // ------------------------------------------------------------------ endpoints
@@ -739,8 +952,10 @@ int weft_ep_open(weft_domain_t *domain, const weft_info *info, weft_ep_t **ep, v
     if (domain == nullptr || !info_ok(info) || ep == nullptr) {
         return -WEFT_EINVAL;
     }
-    if (core::transports_for(info->transport) == 0) {
-        return -WEFT_ENODEV;
+    if (std::strncmp(info->transport, domain->info.transport, sizeof(info->transport)) != 0) {
+        WEFT_LOG(core, error, "weft_ep_open: info for transport '%.16s', domain of '%.16s'",
+                 info->transport, domain->info.transport);
+        return -WEFT_EINVAL;
     }
     auto *e = new (std::nothrow) weft_ep{};
     if (e == nullptr) {
@@ -853,11 +1068,11 @@ int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen)
         return -WEFT_EINVAL;
     }
     const std::size_t cap = *addrlen;
-    *addrlen = sizeof(ep->addr);
-    if (cap < sizeof(ep->addr)) {
+    *addrlen = ep->addr.size();
+    if (cap < ep->addr.size()) {
         return -WEFT_ETRUNC;
     }
-    std::memcpy(addr, &ep->addr, sizeof(ep->addr));
+    std::memcpy(addr, ep->addr.data(), ep->addr.size());
     return 0;
 }
 
@@ -929,7 +1144,7 @@ int weft_ep_credits(weft_ep_t *ep, weft_addr_t peer, struct weft_credits *credit
         return -WEFT_EINVAL;
     }
     weft::base::scoped_guard g(ep->lock);  // a query: always take the lock
-    ep->engine->credits(peer, peer == WEFT_ADDR_UNSPEC, *credits);
+    ep->stack->ch.credits(peer, peer == WEFT_ADDR_UNSPEC, *credits);
     return 0;
 }
 
@@ -944,7 +1159,7 @@ ssize_t iov_cost(weft_ep_t *ep, const struct iovec *iov, size_t count)
     for (std::size_t i = 0; i < count; ++i) {
         len += iov[i].iov_len;
     }
-    return static_cast<ssize_t>(ep->engine->message_cost(len));
+    return static_cast<ssize_t>(ep->stack->tag.message_cost(len));
 }
 
 }  // namespace

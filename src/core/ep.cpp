@@ -1,7 +1,6 @@
-// Endpoint enable: open the transports, build the tagged engine, and choose the
-// data-path functions once (threading level, CQ format) so the hot calls do
-// not branch on options they already know.
-#include "config.h"  // WEFT_HAVE_* from configure
+// Endpoint enable: open the transports of its domain, build the protocol stack,
+// and choose the data-path functions once (threading level, CQ format) so the
+// hot calls do not branch on options they already know.
 #include "core/ep.hpp"
 
 #include <algorithm>
@@ -9,9 +8,6 @@
 #include <unistd.h>
 
 #include "base/log.hpp"
-#include "transport/self/self.hpp"
-#include "transport/shm/shm.hpp"
-#include "transport/verbs/verbs.hpp"
 
 using weft::base::status;
 namespace proto = weft::proto;
@@ -164,27 +160,27 @@ struct ep_impl {
     static int send(weft_ep *ep, const proto::send_args &a)
     {
         base::scoped_guard g(lock(ep));
-        return ep->engine->send(a);
+        return ep->stack->tag.send(a);
     }
     static int recv(weft_ep *ep, const proto::recv_args &a)
     {
         base::scoped_guard g(lock(ep));
-        return ep->engine->recv(a);
+        return ep->stack->tag.recv(a);
     }
     static int recv_special(weft_ep *ep, const proto::recv_args &a)
     {
         base::scoped_guard g(lock(ep));
-        return ep->engine->recv_special(a);
+        return ep->stack->tag.recv_special(a);
     }
     static int cancel(weft_ep *ep, void *context)
     {
         base::scoped_guard g(lock(ep));
-        return ep->engine->cancel(context);
+        return ep->stack->tag.cancel(context);
     }
     static unsigned progress(weft_ep *ep)
     {
         base::scoped_guard g(lock(ep));
-        return ep->engine->progress();
+        return ep->stack->ch.progress();
     }
 };
 
@@ -204,24 +200,6 @@ constexpr ep_ops ops_locked{
     .progress = &ep_impl<base::spin_lock>::progress,
 };
 
-const transport::shm::config &shm_config()
-{
-    static const transport::shm::config cfg = [] {
-        transport::shm::config c{};
-        (void)global_config();
-        if (base::config_load(transport::shm::config_table(), &c) != status::ok) {
-            c = transport::shm::config{};
-            for (std::size_t i = 0; i < transport::shm::config_table().nfields; ++i) {
-                const auto &f = transport::shm::config_table().fields[i];
-                (void)base::config_parse_value(f, f.default_value, base::config_member(f, &c),
-                                               nullptr);
-            }
-        }
-        return c;
-    }();
-    return cfg;
-}
-
 std::atomic<std::uint32_t> next_ep_id{0};
 
 proto::completion_sink make_sink(weft_cq *cq, std::uint64_t cq_flags, weft_cntr *cntr)
@@ -234,8 +212,7 @@ proto::completion_sink make_sink(weft_cq *cq, std::uint64_t cq_flags, weft_cntr 
         s.selective = (cq_flags & WEFT_SELECTIVE_COMPLETION) != 0;
     }
     if (cntr != nullptr) {
-        s.cntr = &cntr->value;
-        s.cntr_err = &cntr->errors;
+        s.cntr = &cntr->counter;
     }
     return s;
 }
@@ -302,6 +279,74 @@ bool domain_is_locked(const weft_domain *d)
            d->info.domain_attr.progress == WEFT_PROGRESS_AUTO;
 }
 
+namespace {
+
+/// The proto/ blob of an endpoint address: what every peer must agree on.
+base::status add_proto_blob(transport::address_builder &b, const proto::channel &ch)
+{
+    const proto::proto_params pp = ch.params();
+    return b.add(transport::proto_blob_id, nullptr, 0, &pp, sizeof(pp));
+}
+
+/// The credit configuration of an endpoint; invalid (logged, naming the
+/// variables) when the values do not work together.
+base::status credit_setup(const core_config &cfg, std::size_t shared_rx, proto::credit_config &out)
+{
+    out = {.mode = shared_rx != 0 ? proto::credit_mode::shared_pool : proto::credit_mode::per_peer,
+           .initial = static_cast<std::uint16_t>(cfg.credit_initial),
+           .window = static_cast<std::uint16_t>(cfg.credit_window),
+           .threshold = static_cast<std::uint16_t>(cfg.credit_threshold),
+           .grant_step = 0,
+           .pool_size = static_cast<std::uint32_t>(std::min<std::size_t>(shared_rx, UINT32_MAX))};
+    proto::credit_config resolved = out;
+    const char *why = "";
+    if (proto::credit_config_resolve(resolved, &why) != base::status::ok) {
+        WEFT_LOG(
+            core, error,
+            "WEFT_CREDIT_INITIAL=%llu, WEFT_CREDIT_WINDOW=%llu, WEFT_CREDIT_THRESHOLD=%llu: %s",
+            static_cast<unsigned long long>(cfg.credit_initial),
+            static_cast<unsigned long long>(cfg.credit_window),
+            static_cast<unsigned long long>(cfg.credit_threshold), why);
+        return base::status::invalid;
+    }
+    return base::status::ok;
+}
+
+void bind_lists(weft_ep *ep)
+{
+    for (weft_cq *cq : {ep->tx_cq, ep->rx_cq}) {
+        if (cq != nullptr) {
+            (void)cq->eps.add(ep);  // duplicate adds (one CQ for both) are ignored
+            const auto g = cq->eps.read();
+            cq->single_ep = !cq->locked ? g.single() : nullptr;
+        }
+    }
+    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
+        if (c != nullptr) {
+            (void)c->eps.add(ep);
+        }
+    }
+}
+
+void unbind_lists(weft_ep *ep)
+{
+    for (weft_cq *cq : {ep->tx_cq, ep->rx_cq}) {
+        if (cq != nullptr) {
+            cq->single_ep = nullptr;
+            cq->eps.remove(ep);  // returns once no reader can still see ep
+            const auto g = cq->eps.read();
+            cq->single_ep = !cq->locked ? g.single() : nullptr;
+        }
+    }
+    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
+        if (c != nullptr) {
+            c->eps.remove(ep);
+        }
+    }
+}
+
+}  // namespace
+
 int ep_enable(weft_ep *ep)
 {
     if (ep->enabled) {
@@ -311,117 +356,93 @@ int ep_enable(weft_ep *ep)
         WEFT_LOG(core, error, "weft_ep_enable: bind an address vector first (weft_ep_bind_av)");
         return -WEFT_EINVAL;
     }
-    const core_config &cfg = ep->domain->cfg;
+    weft_domain *d = ep->domain;
+    const core_config &cfg = d->cfg;
     ep->ep_id = next_ep_id.fetch_add(1, std::memory_order_relaxed);
     const transport::open_params params{local_node_id(), static_cast<std::uint32_t>(getpid()),
                                         ep->ep_id};
-    const unsigned bits = transports_for(ep->info.transport);
-    if ((bits & (1u << unsigned(transport::transport_kind::self))) != 0) {
-        ep->tls.push_back(transport::self::open(params));
-    }
-    if ((bits & (1u << unsigned(transport::transport_kind::shm))) != 0) {
-        auto tl = transport::shm::open(params, shm_config());
+    const bool named = std::strcmp(ep->info.transport, "auto") != 0;
+    std::vector<const transport::component *> comps;
+    for (std::size_t i = 0; i < d->resources.size(); ++i) {
+        const selected_resource &r = d->resources[i];
+        auto tl = r.comp->open(params, r.res, *d->mds[i], d->fabric->config);
         if (tl.ok()) {
             ep->tls.push_back(std::move(tl.value()));
-        } else if (std::strcmp(ep->info.transport, "shm") == 0) {
+            comps.push_back(r.comp);
+        } else if (named || tl.error() == base::status::invalid) {
+            // The transport asked for, or an invalid setting (logged by the
+            // transport, naming it): the endpoint cannot be what was asked.
             ep->tls.clear();
             return base::to_c(tl.error());
         } else {
-            WEFT_LOG(core, info, "shm transport unavailable (%s); continuing without it",
-                     base::status_string(tl.error()));
+            WEFT_LOG(core, info, "%s transport unavailable (%s); continuing without it",
+                     r.comp->name, base::status_string(tl.error()));
         }
     }
-#ifdef WEFT_HAVE_VERBS
-    if ((bits & (1u << unsigned(transport::transport_kind::verbs))) != 0) {
-        const bool only_verbs = std::strcmp(ep->info.transport, "verbs") == 0;
-        auto tl = transport::verbs::open(params, only_verbs ? ep->info.domain_name : "",
-                                         transport::verbs::global_config());
-        if (tl.ok()) {
-            ep->tls.push_back(std::move(tl.value()));
-        } else if (only_verbs) {
-            ep->tls.clear();
-            return base::to_c(tl.error());
-        } else {
-            WEFT_LOG(core, info, "verbs transport unavailable (%s); continuing without it",
-                     base::status_string(tl.error()));
-        }
-    }
-#endif
     if (ep->tls.empty()) {
         WEFT_LOG(core, error, "weft_ep_enable: no transport available for '%s'",
                  ep->info.transport);
         return -WEFT_ENODEV;
     }
-    ep->addr = {};
-    ep->addr.magic = transport::wire_address_magic;
-    ep->addr.version = transport::wire_address_version;
-    ep->addr.node_id = params.node_id;
-    ep->addr.pid = params.pid;
-    ep->addr.ep_id = params.ep_id;
-    for (auto &tl : ep->tls) {
-        if (const status st = tl->pack_address(ep->addr); st != status::ok) {
-            ep->tls.clear();
-            return base::to_c(st);
-        }
-    }
-    // Variable messages: the application's threshold (the same on both sides) is
-    // also where this endpoint switches its own sends to rendezvous.
-    const bool variable = (ep->info.caps & WEFT_VARIABLE_MSG) != 0;
-    const std::size_t rndv = variable && ep->var_thresh_set ? ep->var_thresh : cfg.rndv_thresh;
     // A transport whose receive buffers every peer shares (the verbs SRQ) needs
     // shared-pool credits, so that the senders together never overrun it.
     std::size_t shared_rx = 0;
     for (auto &tl : ep->tls) {
         shared_rx += tl->attr().shared_rx;
     }
-    const proto::engine_params ep_params{
-        .max_msg_size = cfg.max_msg_size,
-        .tx_size = cfg.tx_size,
-        .inject_size = cfg.inject_size,
-        .match_hash_bits = static_cast<unsigned>(std::min<std::uint64_t>(cfg.match_hash_bits, 24)),
-        .rndv_thresh = rndv,
-        .variable = variable,
-        .var_thresh = rndv,
-        .credits = cfg.credits,
-        .credit_cfg = {.mode = shared_rx != 0 ? proto::credit_mode::shared_pool
-                                              : proto::credit_mode::per_peer,
-                       .initial = static_cast<std::uint16_t>(
-                           std::min<std::uint64_t>(cfg.credit_initial, 65535)),
-                       .window = static_cast<std::uint16_t>(
-                           std::min<std::uint64_t>(cfg.credit_window, 65535)),
-                       .threshold = static_cast<std::uint16_t>(
-                           std::min<std::uint64_t>(cfg.credit_threshold, 65535)),
-                       .grant_step = 0,
-                       .pool_size = static_cast<std::uint32_t>(shared_rx)},
-        .credit_eagain = ep->info.ep_attr.credit_mode == WEFT_CREDITS_EAGAIN,
+    proto::credit_config credits{};
+    if (credit_setup(cfg, shared_rx, credits) != base::status::ok) {
+        ep->tls.clear();
+        return -WEFT_EINVAL;
+    }
+    // Variable messages: the application's threshold (the same on both sides) is
+    // also where this endpoint switches its own sends to rendezvous.
+    const bool variable = (ep->info.caps & WEFT_VARIABLE_MSG) != 0;
+    const std::size_t rndv = variable && ep->var_thresh_set ? ep->var_thresh : cfg.rndv_thresh;
+    const proto::stack_params sp{
+        .channel = {.tx_size = cfg.tx_size,
+                    .credit_cfg = credits,
+                    .credit_eagain = ep->info.ep_attr.credit_mode == WEFT_CREDITS_EAGAIN,
+                    .max_msg_size = cfg.max_msg_size},
+        .tag = {.max_msg_size = cfg.max_msg_size,
+                .inject_size = cfg.inject_size,
+                .match_hash_bits = static_cast<unsigned>(cfg.match_hash_bits),
+                .rndv_thresh = rndv,
+                .variable = variable,
+                .var_thresh = rndv},
     };
-    ep->engine = std::make_unique<proto::tag_engine>(ep_params, *ep->av);
+    ep->stack = std::make_unique<proto::stack>(sp, *ep->av, d->regions);
+    for (std::size_t i = 0; i < ep->tls.size(); ++i) {
+        if (const base::status st = ep->stack->ch.add_transport(ep->tls[i].get(), comps[i]);
+            st != base::status::ok) {
+            ep->stack.reset();
+            ep->tls.clear();
+            return base::to_c(st);
+        }
+    }
+    // The address: proto/'s parameters, then every transport's blobs.
+    transport::address_builder b({params.node_id, params.pid, params.ep_id});
+    base::status st = add_proto_blob(b, ep->stack->ch);
+    for (std::size_t i = 0; i < ep->tls.size() && st == base::status::ok; ++i) {
+        st = ep->tls[i]->pack_address(b);
+    }
+    if (st != base::status::ok) {
+        WEFT_LOG(core, error, "weft_ep_enable: the endpoint's address does not fit in %zu bytes",
+                 transport::max_address_size);
+        ep->stack.reset();
+        ep->tls.clear();
+        return -WEFT_ENOMEM;
+    }
+    ep->addr = b.get();
     for (auto &tl : ep->tls) {
-        ep->engine->add_transport(tl.get());
+        tl->set_local_address(ep->addr);
     }
-    ep->engine->tx = make_sink(ep->tx_cq, ep->tx_cq_flags, ep->tx_cntr);
-    ep->engine->rx = make_sink(ep->rx_cq, ep->rx_cq_flags, ep->rx_cntr);
-    ep->ops = domain_is_locked(ep->domain) ? &ops_locked : &ops_unlocked;
-
-    for (weft_cq *cq : {ep->tx_cq, ep->rx_cq}) {
-        if (cq != nullptr) {
-            std::lock_guard g(cq->eps_mutex);
-            if (std::find(cq->eps.begin(), cq->eps.end(), ep) == cq->eps.end()) {
-                cq->eps.push_back(ep);
-            }
-            cq->single_ep = cq->eps.size() == 1 ? cq->eps.front() : nullptr;
-        }
-    }
-    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
-        if (c != nullptr) {
-            std::lock_guard g(c->eps_mutex);
-            if (std::find(c->eps.begin(), c->eps.end(), ep) == c->eps.end()) {
-                c->eps.push_back(ep);
-            }
-        }
-    }
+    ep->stack->ch.tx = make_sink(ep->tx_cq, ep->tx_cq_flags, ep->tx_cntr);
+    ep->stack->ch.rx = make_sink(ep->rx_cq, ep->rx_cq_flags, ep->rx_cntr);
+    ep->ops = domain_is_locked(d) ? &ops_locked : &ops_unlocked;
+    bind_lists(ep);
     ep->enabled = true;
-    ep->domain->add_ep(ep);
+    d->add_ep(ep);
     return 0;
 }
 
@@ -431,22 +452,10 @@ void ep_disable(weft_ep *ep)
         return;
     }
     ep->domain->remove_ep(ep);
-    for (weft_cq *cq : {ep->tx_cq, ep->rx_cq}) {
-        if (cq != nullptr) {
-            std::lock_guard g(cq->eps_mutex);
-            std::erase(cq->eps, ep);
-            cq->single_ep = cq->eps.size() == 1 ? cq->eps.front() : nullptr;
-        }
-    }
-    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
-        if (c != nullptr) {
-            std::lock_guard g(c->eps_mutex);
-            std::erase(c->eps, ep);
-        }
-    }
+    unbind_lists(ep);
     {
         base::scoped_guard g(ep->lock);
-        ep->engine.reset();  // before the transports it uses
+        ep->stack.reset();  // before the transports it uses
         ep->tls.clear();
     }
     ep->enabled = false;

@@ -1,16 +1,19 @@
-#include "config.h"  // WEFT_HAVE_* from configure
+// The object model's shared pieces: this host's identity, the choice of
+// transports (through the registry only), domains' progress threads, CQ
+// errors and progress, counters, and the address vector.
 #include "core/objects.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <unistd.h>
 
 #include "base/log.hpp"
-#include "transport/shm/shm.hpp"
-#include "transport/verbs/verbs.hpp"
+#include "transport/registry.hpp"
 
 namespace weft::core {
 
@@ -24,7 +27,40 @@ std::uint64_t fnv1a(const std::string &s, std::uint64_t h = 0xcbf29ce484222325UL
     return h;
 }
 
+/// The names in a WEFT_TRANSPORTS value ("all": every transport).
+std::vector<std::string> split_list(const std::string &list)
+{
+    std::vector<std::string> names;
+    std::size_t pos = 0;
+    while (pos <= list.size()) {
+        std::size_t comma = list.find(',', pos);
+        if (comma == std::string::npos) {
+            comma = list.size();
+        }
+        std::string item = list.substr(pos, comma - pos);
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        if (!item.empty()) {
+            names.push_back(item);
+        }
+        pos = comma + 1;
+    }
+    return names;
+}
+
 }  // namespace
+
+void init_once() noexcept
+{
+    static const bool done = [] {
+        base::config_register(core_config_table);
+        transport::register_components();
+        base::log_init();
+        base::log_check_names();
+        return true;
+    }();
+    (void)done;
+}
 
 std::uint64_t local_node_id()
 {
@@ -39,77 +75,85 @@ std::uint64_t local_node_id()
     return id;
 }
 
-unsigned available_transports()
+base::status offered_transports(const base::config_store &config, std::vector<transport_offer> &out)
 {
-    const std::string &list = global_config().transports;  // first: it sets up logging
-    unsigned bits = 1u << unsigned(transport::transport_kind::self);
-    if (access("/dev/shm", W_OK) == 0) {
-        bits |= 1u << unsigned(transport::transport_kind::shm);
-    }
-#ifdef WEFT_HAVE_VERBS
-    if (!transport::verbs::active_ports().empty()) {
-        bits |= 1u << unsigned(transport::transport_kind::verbs);
-    }
-#endif
-    // Only transports the configuration allows.
-    if (list == "all" || list.empty()) {
-        return bits;
-    }
-    unsigned allowed = 0;
-    for (const auto &[name, kind] : {std::pair{"self", transport::transport_kind::self},
-                                     std::pair{"shm", transport::transport_kind::shm},
-                                     std::pair{"verbs", transport::transport_kind::verbs}}) {
-        if (list.find(name) != std::string::npos) {
-            allowed |= 1u << unsigned(kind);
+    out.clear();
+    core_config cfg{};
+    config.load(core_config_table, &cfg);
+    const std::vector<std::string> names = split_list(cfg.transports);
+    const bool all = names.empty() || (names.size() == 1 && names[0] == "all");
+    std::vector<const transport::component *> allowed;
+    for (const transport::component *c : transport::components()) {
+        if (all || std::find(names.begin(), names.end(), c->name) != names.end()) {
+            allowed.push_back(c);
         }
     }
-    return bits & allowed;
-}
-
-unsigned transports_for(const char *name)
-{
-    const unsigned avail = available_transports();
-    if (name == nullptr || name[0] == '\0' || std::strcmp(name, "auto") == 0) {
-        return avail;
-    }
-    for (const auto &[n, kind] : {std::pair{"self", transport::transport_kind::self},
-                                  std::pair{"shm", transport::transport_kind::shm},
-                                  std::pair{"verbs", transport::transport_kind::verbs}}) {
-        if (std::strcmp(name, n) == 0) {
-            return avail & (1u << unsigned(kind));
-        }
-    }
-    return 0;
-}
-
-const core_config &global_config()
-{
-    static const core_config cfg = [] {
-        base::log_register(transport::shm::log_shm);
-#ifdef WEFT_HAVE_VERBS
-        base::log_register(transport::verbs::log_verbs);
-#endif
-        base::log_init();
-        base::log_check_names();
-        core_config c{};
-        base::config_register(core_config_table);
-        base::config_register(transport::shm::config_table());
-#ifdef WEFT_HAVE_VERBS
-        base::config_register(transport::verbs::config_table());
-#endif
-        if (base::config_load(core_config_table, &c) != base::status::ok) {
-            // The error was logged by config_load; fall back to the defaults.
-            core_config d{};
-            for (const auto &f : core_config_fields) {
-                (void)base::config_parse_value(f, f.default_value, base::config_member(f, &d),
-                                               nullptr);
+    if (!all) {
+        for (const std::string &n : names) {
+            if (transport::find_component(n) != nullptr) {
+                continue;
             }
-            c = d;
+            const transport::component *near = transport::nearest_component(n);
+            if (near != nullptr) {
+                WEFT_LOG(core, warn,
+                         "WEFT_TRANSPORTS=%s: '%s' is not a transport; did you mean '%s'?",
+                         cfg.transports.c_str(), n.c_str(), near->name);
+            } else {
+                std::string known;
+                for (const transport::component *c : transport::components()) {
+                    known += known.empty() ? "" : ", ";
+                    known += c->name;
+                }
+                WEFT_LOG(core, warn, "WEFT_TRANSPORTS=%s: '%s' is not a transport (built: %s)",
+                         cfg.transports.c_str(), n.c_str(), known.c_str());
+            }
         }
-        base::config_check_unknown();
-        return c;
-    }();
-    return cfg;
+        if (allowed.empty()) {
+            WEFT_LOG(core, error, "WEFT_TRANSPORTS=%s names no transport of this build",
+                     cfg.transports.c_str());
+            return base::status::invalid;
+        }
+    }
+    for (const transport::component *c : allowed) {
+        transport_offer o{c, {}, {}};
+        o.resources = c->query(config, o.why);
+        out.push_back(std::move(o));
+    }
+    return base::status::ok;
+}
+
+base::status select_resources(const base::config_store &config, const char *name,
+                              const char *domain_name, std::vector<selected_resource> &out)
+{
+    out.clear();
+    std::vector<transport_offer> offers;
+    if (const base::status st = offered_transports(config, offers); st != base::status::ok) {
+        return st;
+    }
+    const bool any = name == nullptr || name[0] == '\0' || std::strcmp(name, "auto") == 0;
+    for (const transport_offer &o : offers) {
+        if (o.resources.empty() || (!any && std::strcmp(o.comp->name, name) != 0)) {
+            continue;
+        }
+        // "auto" takes each transport's first resource (the best one it
+        // reports); a named transport the one its domain names.
+        const transport::resource *r = &o.resources.front();
+        if (!any && domain_name != nullptr && domain_name[0] != '\0') {
+            r = nullptr;
+            for (const transport::resource &q : o.resources) {
+                if (q.name == domain_name) {
+                    r = &q;
+                }
+            }
+            if (r == nullptr) {
+                WEFT_LOG(core, error, "transport %s has no domain '%s' here", o.comp->name,
+                         domain_name);
+                return base::status::no_device;
+            }
+        }
+        out.push_back({o.comp, *r});
+    }
+    return out.empty() ? base::status::no_device : base::status::ok;
 }
 
 }  // namespace weft::core
@@ -208,105 +252,146 @@ void weft_cq::push_error(const weft::proto::completion &c, const weft::proto::co
     }
 }
 
-namespace {
-
-// Thread-safe domains may enable an endpoint while another thread reads the CQ:
-// guard the list there. A per-domain threading level serialises both already.
-template <class Obj>
-unsigned progress_bound(Obj &o, bool locked)
-{
-    unsigned n = 0;
-    if (locked) {
-        std::lock_guard g(o.eps_mutex);
-        for (weft_ep *ep : o.eps) {
-            n += ep->ops->progress(ep);
-        }
-        return n;
-    }
-    for (weft_ep *ep : o.eps) {
-        n += ep->ops->progress(ep);
-    }
-    return n;
-}
-
-}  // namespace
-
 unsigned weft_cq::progress()
 {
-    if (!locked && single_ep != nullptr) [[likely]] {
-        return single_ep->ops->progress(single_ep);
+    if (single_ep != nullptr) [[likely]] {
+        return single_ep->ops->progress(single_ep);  // per-domain threading, one endpoint
     }
-    return progress_bound(*this, locked);
+    // Endpoints may be enabled or closed by other threads meanwhile: the list is
+    // walked without a lock, and a close waits until no reader can see its
+    // endpoint (rcu_list).
+    return eps.for_each([](weft_ep *ep) { return ep->ops->progress(ep); });
 }
 
 unsigned weft_cntr::progress()
 {
-    return progress_bound(*this, domain->info.domain_attr.threading != WEFT_THREAD_DOMAIN);
+    return eps.for_each([](weft_ep *ep) { return ep->ops->progress(ep); });
 }
 
 // ------------------------------------------------------------------ address vector
+//
+// An address is stored as a template (its node id and, per blob, the id, the
+// per-host bytes and the per-endpoint length), shared by every endpoint of a
+// host, plus the entry: the template's index, pid, endpoint id and the
+// per-endpoint bytes of its blobs (8 of them inline; more go to the spill area).
 
-status weft_av::lookup(std::uint64_t index, transport::wire_address &out) const
+namespace {
+
+using weft::core::av_entry;
+
+struct av_id {
+    static constexpr unsigned tmpl_bits = 18, pid_bits = 22, ep_bits = 16;
+    static constexpr unsigned pid_shift = tmpl_bits, ep_shift = pid_shift + pid_bits,
+                              spill_shift = ep_shift + ep_bits, valid_shift = spill_shift + 1;
+    static constexpr std::uint64_t mask(unsigned bits) { return (1ULL << bits) - 1; }
+    static constexpr bool fits(std::uint64_t tmpl, std::uint64_t pid, std::uint64_t ep)
+    {
+        return tmpl <= mask(tmpl_bits) && pid <= mask(pid_bits) && ep <= mask(ep_bits);
+    }
+    static constexpr std::uint64_t pack(std::uint64_t tmpl, std::uint64_t pid, std::uint64_t ep,
+                                        bool spilled)
+    {
+        return tmpl | pid << pid_shift | ep << ep_shift |
+               static_cast<std::uint64_t>(spilled) << spill_shift | 1ULL << valid_shift;
+    }
+    static constexpr bool valid(std::uint64_t id) { return ((id >> valid_shift) & 1) != 0; }
+    static constexpr bool spilled(std::uint64_t id) { return ((id >> spill_shift) & 1) != 0; }
+    static constexpr std::uint32_t tmpl(std::uint64_t id)
+    {
+        return static_cast<std::uint32_t>(id & mask(tmpl_bits));
+    }
+    static constexpr std::uint32_t pid(std::uint64_t id)
+    {
+        return static_cast<std::uint32_t>((id >> pid_shift) & mask(pid_bits));
+    }
+    static constexpr std::uint32_t ep(std::uint64_t id)
+    {
+        return static_cast<std::uint32_t>((id >> ep_shift) & mask(ep_bits));
+    }
+};
+static_assert(av_id::valid_shift < 64);
+
+}  // namespace
+
+status weft_av::lookup(std::uint64_t index, transport::address &out) const
 {
-    using weft::core::av_id;
     std::lock_guard g(mutex_);
     if (index >= table_.size() || !av_id::valid(table_[index].id)) {
         return status::no_entry;
     }
-    const auto &e = table_[index];
-    const auto &node = nodes_[av_id::node(e.id)];
-    out = {};
-    out.magic = transport::wire_address_magic;
-    out.version = transport::wire_address_version;
-    out.transports = av_id::tl(e.id);
-    out.node_id = node.node_id;
-    out.pid = av_id::pid(e.id);
-    out.ep_id = av_id::ep(e.id);
-    std::memcpy(out.transport_specific, &e.ep_word, transport::wire_address_ep_bytes);
-    std::memcpy(out.transport_specific + transport::wire_address_ep_bytes, node.bytes,
-                transport::wire_address_node_bytes);
+    const av_entry &e = table_[index];
+    const tmpl &t = tmpls_[av_id::tmpl(e.id)];
+    const std::uint8_t *ep = av_id::spilled(e.id)
+                                 ? spill_.data() + e.ep_word
+                                 : reinterpret_cast<const std::uint8_t *>(&e.ep_word);
+    transport::address_builder b({t.node_id, av_id::pid(e.id), av_id::ep(e.id)});
+    std::size_t pos = 0;
+    for (unsigned i = 0; i < t.nblobs; ++i) {
+        const std::uint8_t id = t.shape[pos];
+        const std::size_t node_len = t.shape[pos + 1];
+        const std::size_t ep_len = t.shape[pos + 2];
+        // It fitted when it was inserted: the same bytes fit again.
+        (void)b.add(id, t.shape.data() + pos + 3, node_len, ep, ep_len);
+        ep += ep_len;
+        pos += 3 + node_len;
+    }
+    out = b.get();
     return status::ok;
 }
 
-std::uint32_t weft_av::reverse(const transport::wire_address &addr) const
+std::uint32_t weft_av::reverse(const transport::endpoint_id &id) const
 {
     std::lock_guard g(mutex_);
-    const auto it = reverse_.find({addr.node_id, (std::uint64_t(addr.pid) << 32) | addr.ep_id});
+    const auto it = reverse_.find({id.node_id, (std::uint64_t(id.pid) << 32) | id.ep_id});
     return it == reverse_.end() ? weft::proto::unknown_source : it->second;
 }
 
-weft_addr_t weft_av::insert(const transport::wire_address &addr)
+weft_addr_t weft_av::insert_invalid()
 {
-    using weft::core::av_id;
+    std::lock_guard g(mutex_);
+    table_.push_back({});
+    return WEFT_ADDR_NOTAVAIL;
+}
+
+weft_addr_t weft_av::insert(const transport::address &addr)
+{
     std::lock_guard g(mutex_);
     const auto index = static_cast<std::uint32_t>(table_.size());
-    weft::core::av_entry e{};
-    const std::uint8_t *node_bytes = addr.transport_specific + transport::wire_address_ep_bytes;
-    if (addr.magic == transport::wire_address_magic &&
-        addr.version == transport::wire_address_version && index < weft::proto::unknown_source) {
-        // Intern the host: same node id and same per-host bytes share one node entry.
-        std::uint32_t node = UINT32_MAX;
-        auto &candidates = node_index_[addr.node_id];
-        for (const std::uint32_t n : candidates) {
-            if (std::memcmp(nodes_[n].bytes, node_bytes, transport::wire_address_node_bytes) == 0) {
-                node = n;
-                break;
-            }
+    av_entry e{};
+    // The template: node id and shape; the per-endpoint bytes apart.
+    const std::uint64_t node_id = addr.node_id();
+    std::string tkey(reinterpret_cast<const char *>(&node_id), sizeof(node_id));
+    std::vector<std::uint8_t> shape;
+    std::vector<std::uint8_t> ep;
+    for (unsigned i = 0; i < addr.blob_count(); ++i) {
+        const transport::address_blob b = addr.blob(i);
+        shape.push_back(b.id);
+        shape.push_back(static_cast<std::uint8_t>(b.node_len));
+        shape.push_back(static_cast<std::uint8_t>(b.ep_len));
+        shape.insert(shape.end(), b.node, b.node + b.node_len);
+        ep.insert(ep.end(), b.ep, b.ep + b.ep_len);
+    }
+    tkey.append(reinterpret_cast<const char *>(shape.data()), shape.size());
+    std::uint32_t t;
+    if (auto it = tmpl_index_.find(tkey); it != tmpl_index_.end()) {
+        t = it->second;
+    } else {
+        t = static_cast<std::uint32_t>(tmpls_.size());
+        tmpls_.push_back({addr.node_id(), std::move(shape), addr.blob_count(), ep.size()});
+        tmpl_index_.emplace(std::move(tkey), t);
+    }
+    if (index < weft::proto::unknown_source && av_id::fits(t, addr.pid(), addr.ep_id())) {
+        const bool spill = ep.size() > sizeof(e.ep_word);
+        if (spill) {
+            e.ep_word = spill_.size();
+            spill_.insert(spill_.end(), ep.begin(), ep.end());
+        } else {
+            std::memcpy(&e.ep_word, ep.data(), ep.size());
         }
-        if (node == UINT32_MAX) {
-            node = static_cast<std::uint32_t>(nodes_.size());
-            weft::core::av_node entry{addr.node_id, {}};
-            std::memcpy(entry.bytes, node_bytes, sizeof(entry.bytes));
-            nodes_.push_back(entry);
-            candidates.push_back(node);
-        }
-        if (av_id::fits(node, addr.pid, addr.ep_id, addr.transports)) {
-            e.id = av_id::pack(node, addr.pid, addr.ep_id, addr.transports);
-            std::memcpy(&e.ep_word, addr.transport_specific, sizeof(e.ep_word));
-            // The first index of an address wins for reverse lookups (sources).
-            reverse_.try_emplace({addr.node_id, (std::uint64_t(addr.pid) << 32) | addr.ep_id},
-                                 index);
-        }
+        e.id = av_id::pack(t, addr.pid(), addr.ep_id(), spill);
+        // The first index of an address wins for reverse lookups (sources).
+        reverse_.try_emplace({addr.node_id(), (std::uint64_t(addr.pid()) << 32) | addr.ep_id()},
+                             index);
     }
     table_.push_back(e);
     return av_id::valid(e.id) ? index : WEFT_ADDR_NOTAVAIL;
@@ -315,13 +400,13 @@ weft_addr_t weft_av::insert(const transport::wire_address &addr)
 int weft_av::remove(weft_addr_t index)
 {
     std::lock_guard g(mutex_);
-    if (index >= table_.size() || !weft::core::av_id::valid(table_[index].id)) {
+    if (index >= table_.size() || !av_id::valid(table_[index].id)) {
         return -WEFT_ENOENT;
     }
-    using weft::core::av_id;
-    auto &e = table_[index];
-    const auto it = reverse_.find({nodes_[av_id::node(e.id)].node_id,
-                                   (std::uint64_t(av_id::pid(e.id)) << 32) | av_id::ep(e.id)});
+    av_entry &e = table_[index];
+    const tmpl &t = tmpls_[av_id::tmpl(e.id)];
+    const auto it =
+        reverse_.find({t.node_id, (std::uint64_t(av_id::pid(e.id)) << 32) | av_id::ep(e.id)});
     if (it != reverse_.end() && it->second == index) {
         reverse_.erase(it);
     }

@@ -1,7 +1,8 @@
 #pragma once
 // The objects behind the opaque handles of weft.h. Control-path code; the data
 // path goes through weft_ep::ops (chosen at enable) and the CQ write functions
-// (chosen at bind), so nothing here branches on options per message.
+// (chosen at bind), so nothing here branches on options per message. The core
+// knows transports only through the registry (transport/registry.hpp).
 
 #include <atomic>
 #include <cstddef>
@@ -9,16 +10,23 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "base/config.hpp"
 #include "base/lock.hpp"
+#include "base/rcu_list.hpp"
 #include "core/core_config.hpp"
 #include "proto/completion.hpp"
-#include "proto/tag_engine.hpp"
+#include "proto/counter.hpp"
+#include "proto/region.hpp"
+#include "proto/rma.hpp"
+#include "proto/stack.hpp"
+#include "transport/address.hpp"
+#include "transport/component.hpp"
 #include "transport/iface.hpp"
-#include "transport/verbs/verbs.hpp"
 #include "weft/weft.h"
 
 namespace weft::core {
@@ -29,81 +37,62 @@ struct refcounted {
     [[nodiscard]] bool busy() const noexcept { return refs.load(std::memory_order_acquire) != 0; }
 };
 
-/// The compact address-vector entry: 16 bytes per peer (docs/architecture.md).
-/// `id` packs the endpoint's identity; the host (node id and the per-host
-/// transport bytes) is interned in a per-AV node table; `ep_word` is the
-/// per-endpoint transport word (wire_address::transport_specific[0, 8)).
-struct av_entry {
-    std::uint64_t id;       ///< node:18 | pid:22 | ep_id:16 | transports:4 | valid:1
-    std::uint64_t ep_word;  ///< per-endpoint transport bytes
-};
-static_assert(sizeof(av_entry) == 16, "AV entries are at most 16 bytes per peer");
-
-/// Field widths of av_entry::id. pid: Linux's PID_MAX_LIMIT is 2^22.
-struct av_id {
-    static constexpr unsigned node_bits = 18, pid_bits = 22, ep_bits = 16, tl_bits = 4;
-    static constexpr unsigned pid_shift = node_bits, ep_shift = pid_shift + pid_bits,
-                              tl_shift = ep_shift + ep_bits, valid_shift = tl_shift + tl_bits;
-    [[nodiscard]] static constexpr std::uint64_t mask(unsigned bits) { return (1ULL << bits) - 1; }
-    [[nodiscard]] static constexpr bool fits(std::uint64_t node, std::uint64_t pid,
-                                             std::uint64_t ep, std::uint64_t tl)
-    {
-        return node <= mask(node_bits) && pid <= mask(pid_bits) && ep <= mask(ep_bits) &&
-               tl <= mask(tl_bits);
-    }
-    [[nodiscard]] static constexpr std::uint64_t pack(std::uint64_t node, std::uint64_t pid,
-                                                      std::uint64_t ep, std::uint64_t tl)
-    {
-        return node | pid << pid_shift | ep << ep_shift | tl << tl_shift | 1ULL << valid_shift;
-    }
-    [[nodiscard]] static constexpr bool valid(std::uint64_t id)
-    {
-        return ((id >> valid_shift) & 1) != 0;
-    }
-    [[nodiscard]] static constexpr std::uint32_t node(std::uint64_t id)
-    {
-        return id & mask(node_bits);
-    }
-    [[nodiscard]] static constexpr std::uint32_t pid(std::uint64_t id)
-    {
-        return (id >> pid_shift) & mask(pid_bits);
-    }
-    [[nodiscard]] static constexpr std::uint32_t ep(std::uint64_t id)
-    {
-        return (id >> ep_shift) & mask(ep_bits);
-    }
-    [[nodiscard]] static constexpr std::uint16_t tl(std::uint64_t id)
-    {
-        return (id >> tl_shift) & mask(tl_bits);
-    }
-};
-static_assert(av_id::valid_shift < 64);
-
-/// One host in an AV's node table.
-struct av_node {
-    std::uint64_t node_id;
-    std::uint8_t bytes[transport::wire_address_node_bytes];  ///< per-host transport parts
-};
-
 /// This host's identity: a hash of the kernel boot id and the host name.
 [[nodiscard]] std::uint64_t local_node_id();
 
-/// Which transports this machine offers (bit per transport_kind).
-[[nodiscard]] unsigned available_transports();
+/// One transport resource a domain uses: the transport and its device or port.
+struct selected_resource {
+    const transport::component *comp;
+    transport::resource res;
+};
 
-/// Resolve a transport name ("auto", "shm", "self") to the bits an endpoint opens.
-[[nodiscard]] unsigned transports_for(const char *name);
+/// The transports that `config` allows (WEFT_TRANSPORTS), each with its
+/// resources here; `why` collects why the others are unavailable. An unknown
+/// name in WEFT_TRANSPORTS is warned about with the nearest valid one; invalid
+/// when the list names nothing usable at all.
+struct transport_offer {
+    const transport::component *comp;
+    std::vector<transport::resource> resources;
+    std::string why;  ///< when resources is empty
+};
+[[nodiscard]] base::status offered_transports(const base::config_store &config,
+                                              std::vector<transport_offer> &out);
+
+/// The resources an endpoint of transport `name` (an info's transport; "auto":
+/// the first resource of every offered transport) on `domain_name` opens.
+[[nodiscard]] base::status select_resources(const base::config_store &config, const char *name,
+                                            const char *domain_name,
+                                            std::vector<selected_resource> &out);
+
+/// The compact address-vector entry: 16 bytes per peer while an endpoint's own
+/// address bytes (its per-endpoint blob parts) fit in 8 (docs/architecture.md).
+struct av_entry {
+    std::uint64_t id;       ///< tmpl:18 | pid:22 | ep_id:16 | spilled:1 | valid:1
+    std::uint64_t ep_word;  ///< per-endpoint bytes, or their offset in the spill area
+};
+static_assert(sizeof(av_entry) == 16, "AV entries are 16 bytes per peer");
 
 }  // namespace weft::core
 
+struct weft_config {
+    weft::base::config_store store;
+};
+
 struct weft_fabric : weft::core::refcounted {
     weft_info info{};
+    weft::base::config_store config;  ///< this fabric's values (a copy)
+    weft::core::core_config cfg{};    ///< the core's, parsed from config
 };
 
 struct weft_domain : weft::core::refcounted {
     weft_fabric *fabric = nullptr;
     weft_info info{};
     weft::core::core_config cfg{};
+    /// The transports and resources its endpoints open, and one memory domain each.
+    std::vector<weft::core::selected_resource> resources;
+    std::vector<std::unique_ptr<weft::transport::memory_domain>> mds;
+    /// Registrations reached through active messages (proto/'s fallback).
+    weft::proto::region_table regions;
 
     // Auto progress: one thread per domain drives every enabled endpoint.
     std::mutex eps_mutex;
@@ -133,13 +122,14 @@ struct weft_cq : weft::core::refcounted {
     /// one cache line instead of two deques.
     std::size_t nerrors = 0;
     std::size_t noverflow = 0;
-    /// The only bound endpoint, when there is exactly one (the common case): an
-    /// unlocked CQ's progress calls it directly.
+    /// The only bound endpoint, when there is exactly one and the CQ takes no
+    /// locks (per-domain threading): its progress is called directly.
     weft_ep *single_ep = nullptr;
     bool locked = true;  ///< thread-safe domain: writes and reads take `lock`
     weft::base::spin_lock lock;
-    std::vector<weft_ep *> eps;  ///< bound endpoints, progressed by reads
-    std::mutex eps_mutex;
+    /// Bound endpoints, progressed by reads: walked without a lock (a reader
+    /// never blocks), changed at enable and close.
+    weft::base::rcu_list<weft_ep> eps;
 
     void (*write_fn)(void *cq, const weft::proto::completion &c) = nullptr;
     /// weft_cq_read/readfrom for this format and lock policy (chosen at open).
@@ -154,10 +144,8 @@ struct weft_cq : weft::core::refcounted {
 
 struct weft_cntr : weft::core::refcounted {
     weft_domain *domain = nullptr;
-    std::atomic<std::uint64_t> value{0};
-    std::atomic<std::uint64_t> errors{0};
-    std::vector<weft_ep *> eps;
-    std::mutex eps_mutex;
+    weft::proto::counter counter;  ///< every increment goes through its triggers
+    weft::base::rcu_list<weft_ep> eps;
     unsigned progress();
 };
 
@@ -165,11 +153,14 @@ struct weft_av : weft::core::refcounted, weft::proto::address_book {
     weft_domain *domain = nullptr;
 
     [[nodiscard]] weft::base::status lookup(std::uint64_t index,
-                                            weft::transport::wire_address &out) const override;
-    [[nodiscard]] std::uint32_t reverse(const weft::transport::wire_address &addr) const override;
+                                            weft::transport::address &out) const override;
+    [[nodiscard]] std::uint32_t reverse(const weft::transport::endpoint_id &id) const override;
 
-    /// Insert one raw address; returns its index or WEFT_ADDR_NOTAVAIL if invalid.
-    weft_addr_t insert(const weft::transport::wire_address &addr);
+    /// Insert one address; returns its index or WEFT_ADDR_NOTAVAIL if it cannot
+    /// be stored (the index is used either way).
+    weft_addr_t insert(const weft::transport::address &addr);
+    /// Keep an index for an address that was not valid.
+    weft_addr_t insert_invalid();
     int remove(weft_addr_t index);
     [[nodiscard]] std::size_t count() const;
 
@@ -185,11 +176,20 @@ struct weft_av : weft::core::refcounted, weft::proto::address_book {
             return std::hash<std::uint64_t>{}(k.node_id * 0x9e3779b97f4a7c15ULL ^ k.pid_ep);
         }
     };
-    mutable std::mutex mutex_;  ///< inserts vs. the engines' (cold-path) lookups
+    /// The shape of an address without its per-endpoint parts: the node id, and
+    /// each blob's id, per-host bytes and per-endpoint length. One per host (and
+    /// device set), shared by every endpoint of it.
+    struct tmpl {
+        std::uint64_t node_id;
+        std::vector<std::uint8_t> shape;  ///< [id, node_len, ep_len, node bytes...] per blob
+        unsigned nblobs;
+        std::size_t ep_bytes;  ///< sum of the blobs' per-endpoint lengths
+    };
+    mutable std::mutex mutex_;  ///< inserts vs. the endpoints' (cold-path) lookups
     std::vector<weft::core::av_entry> table_;
-    std::vector<weft::core::av_node> nodes_;
-    std::unordered_map<std::uint64_t, std::vector<std::uint32_t>>
-        node_index_;  ///< node_id -> nodes_
+    std::vector<tmpl> tmpls_;
+    std::unordered_map<std::string, std::uint32_t> tmpl_index_;  ///< node id + shape -> tmpls_
+    std::vector<std::uint8_t> spill_;  ///< per-endpoint bytes that do not fit in ep_word
     std::unordered_map<key, std::uint32_t, key_hash> reverse_;
 };
 
@@ -197,10 +197,15 @@ struct weft_mr {
     weft_domain *domain = nullptr;
     const void *buf = nullptr;
     std::size_t len = 0;
-    std::uint64_t access = 0;
-    std::uint64_t key = 0;
-    /// The registration on a verbs port (verbs and auto domains where verbs is up).
-    std::unique_ptr<weft::transport::verbs::memory_region> verbs;
+    std::uint64_t access = 0;  ///< WEFT_ACCESS_*
+    std::uint64_t am_key = 0;  ///< in domain->regions
+    /// One registration per memory domain of the domain (same order as domain->mds).
+    std::vector<std::uint64_t> handles;
+};
+
+struct weft_rkey {
+    weft_ep *ep = nullptr;
+    weft::proto::remote_key key;
 };
 
 /// The data-path entry points of an endpoint, chosen at enable for its threading level.
@@ -227,9 +232,9 @@ struct weft_ep {
     std::uint32_t ep_id = 0;
     std::size_t var_thresh = 0;  ///< WEFT_OPT_VAR_MSG_THRESHOLD
     bool var_thresh_set = false;
-    weft::transport::wire_address addr{};
+    weft::transport::address addr;
     std::vector<std::unique_ptr<weft::transport::iface>> tls;
-    std::unique_ptr<weft::proto::tag_engine> engine;
+    std::unique_ptr<weft::proto::stack> stack;
     const ep_ops *ops = nullptr;
     weft::base::spin_lock lock;
 };

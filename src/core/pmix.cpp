@@ -142,8 +142,9 @@ struct value_ptr {
 
 }  // namespace
 
-status pmix_exchange(const void *addr, std::size_t len, std::vector<std::uint8_t> &all,
-                     std::uint32_t &rank, std::uint32_t &size)
+status pmix_exchange(const void *addr, std::size_t len, std::size_t max_len,
+                     std::vector<std::vector<std::uint8_t>> &all, std::uint32_t &rank,
+                     std::uint32_t &size)
 {
     if (addr == nullptr || len == 0) {
         return status::invalid;
@@ -198,7 +199,7 @@ status pmix_exchange(const void *addr, std::size_t len, std::vector<std::uint8_t
         return s;
     }
 
-    all.assign(static_cast<std::size_t>(n) * len, 0);
+    all.assign(n, {});
     for (std::uint32_t r = 0; r < n; ++r) {
         pmix_proc_t peer;
         PMIX_LOAD_PROCID(&peer, c.self.nspace, r);
@@ -214,22 +215,26 @@ status pmix_exchange(const void *addr, std::size_t len, std::vector<std::uint8_t
                      key.c_str(), PMIx_Data_type_string(val.v->type));
             return status::bad_message;
         }
-        if (val.v->data.bo.size != len || val.v->data.bo.bytes == nullptr) {
-            WEFT_LOG(pmix, error, "PMIx_Get(rank %u, %s) returned %zu bytes, expected %zu", r,
-                     key.c_str(), val.v->data.bo.size, len);
+        if (val.v->data.bo.size == 0 || val.v->data.bo.size > max_len ||
+            val.v->data.bo.bytes == nullptr) {
+            WEFT_LOG(pmix, error, "PMIx_Get(rank %u, %s) returned %zu bytes, expected 1 to %zu", r,
+                     key.c_str(), val.v->data.bo.size, max_len);
             return status::bad_message;
         }
-        std::memcpy(all.data() + static_cast<std::size_t>(r) * len, val.v->data.bo.bytes, len);
+        const auto *b = reinterpret_cast<const std::uint8_t *>(val.v->data.bo.bytes);
+        all[r].assign(b, b + val.v->data.bo.size);
     }
     rank = c.self.rank;
     size = n;
-    WEFT_LOG(pmix, debug, "exchanged %zu-byte addresses of %u ranks (key %s)", len, n, key.c_str());
+    WEFT_LOG(pmix, debug, "exchanged the addresses of %u ranks (ours %zu bytes, key %s)", n, len,
+             key.c_str());
     return status::ok;
 }
 
 #else  // !WEFT_HAVE_PMIX
 
-status pmix_exchange(const void *, std::size_t, std::vector<std::uint8_t> &all, std::uint32_t &rank,
+status pmix_exchange(const void *, std::size_t, std::size_t,
+                     std::vector<std::vector<std::uint8_t>> &all, std::uint32_t &rank,
                      std::uint32_t &size)
 {
     all.clear();

@@ -3,9 +3,10 @@
 // of plain function pointers chosen once, when the endpoint is enabled (the CQ
 // entry format and the lock policy are baked into the function chosen).
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+#include "proto/counter.hpp"
 
 namespace weft::proto {
 
@@ -31,10 +32,9 @@ struct completion_error {
 struct completion_sink {
     void (*write)(void *cq, const completion &c) = nullptr;
     void (*write_error)(void *cq, const completion &c, const completion_error &e) = nullptr;
-    void *cq = nullptr;                              ///< nullptr: no CQ bound
-    std::atomic<std::uint64_t> *cntr = nullptr;      ///< success counter or nullptr
-    std::atomic<std::uint64_t> *cntr_err = nullptr;  ///< error counter or nullptr
-    bool selective = false;  ///< completions only for operations flagged WEFT_COMPLETION
+    void *cq = nullptr;       ///< nullptr: no CQ bound
+    counter *cntr = nullptr;  ///< counter of successes and errors, or nullptr
+    bool selective = false;   ///< completions only for operations flagged WEFT_COMPLETION
 
     [[gnu::always_inline]] void success(const completion &c, bool wanted) const
     {
@@ -42,7 +42,7 @@ struct completion_sink {
             write(cq, c);
         }
         if (cntr != nullptr) {
-            cntr->fetch_add(1, std::memory_order_release);  // pairs with the reader's acquire
+            cntr->add(1);  // every increment goes through the counter's triggers
         }
     }
 
@@ -51,8 +51,8 @@ struct completion_sink {
         if (cq != nullptr) {
             write_error(cq, c, e);  // errors are always reported, selective or not
         }
-        if (cntr_err != nullptr) {
-            cntr_err->fetch_add(1, std::memory_order_release);
+        if (cntr != nullptr) {
+            cntr->add_error(1);
         }
     }
 };

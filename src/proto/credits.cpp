@@ -13,9 +13,6 @@ status credit_config_resolve(credit_config &c, const char **why) noexcept
     const char *dummy = nullptr;
     const char *&reason = why != nullptr ? *why : dummy;
     reason = nullptr;
-    if (c.mode == credit_mode::off) {
-        return status::ok;
-    }
     if (c.mode != credit_mode::per_peer && c.mode != credit_mode::shared_pool) {
         reason = "unknown credit mode";
         return status::invalid;
@@ -35,9 +32,11 @@ status credit_config_resolve(credit_config &c, const char **why) noexcept
     // mode a peer may be shrunk back to its initial grant.
     const std::uint16_t floor = c.mode == credit_mode::per_peer ? c.window : c.initial;
     if (c.threshold == 0) {
-        c.threshold =
-            std::clamp<std::uint16_t>(static_cast<std::uint16_t>(c.window / 2),
-                                      credit_min_threshold, static_cast<std::uint16_t>(floor - 1));
+        // Half the window, but no more than one message can return: a window
+        // of 512 or more gets the largest threshold that works (255).
+        c.threshold = std::clamp<std::uint16_t>(
+            static_cast<std::uint16_t>(c.window / 2), credit_min_threshold,
+            std::min<std::uint16_t>(static_cast<std::uint16_t>(floor - 1), credit_field_max));
     }
     if (c.threshold < credit_min_threshold) {
         reason = "threshold below 2 lets explicit updates answer each other forever";
@@ -96,7 +95,7 @@ status credit_state::attach(credit_pool &pool) noexcept
     if (attached()) {
         return status::busy;
     }
-    if (pool.mode_ == credit_mode::off) {
+    if (pool.mode_ == credit_mode::unconfigured) {
         return status::invalid;
     }
     // Both sides start from the protocol's initial grant without a handshake:

@@ -3,9 +3,9 @@
 //
 // Every message a peer sends us occupies one of our receive buffers until we
 // release it, so a peer may only send while it holds credits we granted it.
-// Credits come back piggybacked on traffic going the other way (a small field in
-// every protocol header), or, when no traffic carries them, in an explicit
-// credit-update message once `threshold` of them are waiting.
+// Credits come back piggybacked on traffic going the other way (a credit prefix
+// on a message, flagged in its active-message word), or, when no traffic carries
+// them, in an explicit credit-update message once `threshold` of them are waiting.
 //
 // Two rules make this deadlock-free and storm-free; docs/credits.md has the
 // argument, and test/proto/credits.pml checks it with spin:
@@ -80,7 +80,9 @@ namespace weft::proto {
 
 using base::status;
 
-/// Bits of the piggybacked credit field of a protocol header (docs/credits.md).
+/// Most credits one piggybacked prefix returns is 2^credit_field_bits - 1 (the
+/// prefix's count is wider; the limit keeps returns in small steps that the
+/// automatic threshold is sized by, docs/credits.md).
 inline constexpr unsigned credit_field_bits = 8;
 /// Most credits one message returns; the rest wait for the next message.
 inline constexpr std::uint32_t credit_field_max = (1u << credit_field_bits) - 1;
@@ -94,7 +96,7 @@ inline constexpr std::uint32_t credit_max_window = UINT16_MAX;
 
 /// Flow-control mode of an endpoint, chosen at open.
 enum class credit_mode : std::uint8_t {
-    off = 0,          ///< no flow control (the transport pushes back with again)
+    unconfigured = 0,  ///< a pool not set up yet: peers cannot attach (credits are always on)
     per_peer = 1,     ///< a fixed receive window per peer
     shared_pool = 2,  ///< one receive pool shared by every peer (SRQ)
 };
@@ -144,7 +146,7 @@ struct credit_config {
 }
 
 /// Credits of a message sent as a first fragment carrying up to `first_unit`
-/// bytes and further fragments of up to `unit` bytes each (the tag engine's
+/// bytes and further fragments of up to `unit` bytes each (the tag module's
 /// eager_first / eager_frag headers differ in size). 0 if a unit is 0.
 [[nodiscard]] constexpr std::size_t credit_cost(std::size_t size, std::size_t first_unit,
                                                 std::size_t unit) noexcept
@@ -211,7 +213,7 @@ class credit_pool {
   private:
     friend class credit_state;
 
-    credit_mode mode_ = credit_mode::off;
+    credit_mode mode_ = credit_mode::unconfigured;
     std::uint16_t initial_ = 0;
     std::uint16_t window_ = 0;
     std::uint16_t threshold_ = 0;
@@ -235,7 +237,7 @@ class credit_state {
     /// assume the peer granted us `initial`. Per-peer mode: the window beyond
     /// `initial` becomes returnable at once. no_memory if the shared pool cannot
     /// cover the initial grant (the peer must be refused: it would overrun),
-    /// busy if already attached, invalid if the pool is off.
+    /// busy if already attached, invalid if the pool is not configured.
     [[nodiscard]] status attach(credit_pool &pool) noexcept;
 
     /// Give the peer's whole window back to the pool. Only after the peer failed

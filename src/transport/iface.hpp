@@ -1,26 +1,33 @@
 #pragma once
-// The transport interface: what every transport (self, shm, tcp, verbs) provides
-// to the protocol layer (src/proto) and the object model (src/core).
+// The transport interface: what every transport (self, shm, verbs, ...) provides
+// to the protocol layer (src/proto). docs/architecture.md draws the picture.
 //
-// A transport is an active-message engine, in the spirit of GASNet's core API
+// A transport is an active-message engine, in the spirit of GASNet-EX's core API
 // and UCX's UCT: it moves a small protocol header plus payload to a peer and
-// hands them, on the receiving side, to one handler chosen by a one-byte
-// active-message id. Everything above (tag matching, fragmentation of large
-// messages, rendezvous, RMA/atomic fallbacks) lives in proto/ and is written once.
+// hands them, on the receiving side, to one handler with an 8-bit
+// active-message id and 8 bits of flags that it carries without looking at them.
+// That is the required core. Optionally it also offers one-sided operations on
+// a peer's memory -- put, get and atomics -- to any remote address and key; a
+// transport that lacks one gets it from proto/, over active messages
+// (GASNet-EX's extended API, with a fallback for every operation). The
+// attributes say which (capability flags, atomic op masks), and a cost model
+// (latency, bandwidth) lets proto/ choose a transport per peer.
 //
 // Size classes (one vocabulary everywhere):
 //   short  -- header + payload fit in the transport's smallest unit (shm: the
 //             queue cell itself, verbs: inline WQE). Completes on return.
 //   bcopy  -- copied through a transport bounce buffer, up to max_bcopy bytes.
 //             Completes on return (the user buffer is free again).
-//   zcopy  -- user buffer read in place by the peer (shm: cross-memory attach,
-//             done on return; verbs: registered memory and RDMA read, completes later).
+//   zcopy  -- a user buffer read or written in place (put, get: shm cross-memory
+//             attach, verbs RDMA); completes on return or later (op_done).
 //
 // Data path calls go through a plain table of function pointers (`ops`) filled
-// once when the endpoint is enabled; control path calls are virtual.
+// once when the instance is opened; control path calls are virtual.
 //
 // Threading: a transport instance is used by one thread at a time; the core
-// serialises calls according to the endpoint's threading level.
+// serialises calls according to the endpoint's threading level. A memory
+// domain may be used by several endpoints' threads (its calls are control path
+// and internally serialised).
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +35,7 @@
 #include <sys/uio.h>
 
 #include "base/status.hpp"
+#include "transport/address.hpp"
 
 namespace weft::transport {
 
@@ -40,119 +48,203 @@ using conn_id = std::uint32_t;
 using src_id = std::uint32_t;
 inline constexpr std::uint32_t invalid_id = UINT32_MAX;
 
-/// Active-message ids. Owned by proto/; listed here so every transport can size
-/// its dispatch and reject out-of-range ids from the wire.
-inline constexpr unsigned max_am_id = 32;
+// ------------------------------------------------------------------ active messages
 
-/// Raw endpoint address, as published by weft_ep_getname() and stored (compacted)
-/// in the address vector. Fixed size; every transport fills its own part.
-/// Wire format: docs/protocols.md "Endpoint address".
-struct wire_address {
-    std::uint32_t magic;                  ///< wire_address_magic
-    std::uint16_t version;                ///< wire_address_version
-    std::uint16_t transports;             ///< bit per transport_kind reachable at this address
-    std::uint64_t node_id;                ///< identifies the host (hash of boot id and hostname)
-    std::uint32_t pid;                    ///< process id
-    std::uint32_t ep_id;                  ///< endpoint number within the process
-    std::uint8_t transport_specific[40];  ///< per-transport parts (address_layout)
-};
-static_assert(sizeof(wire_address) == 64, "wire_address is a wire format");
-inline constexpr std::size_t wire_address_ep_bytes = 8;          ///< per-endpoint part
-inline constexpr std::size_t wire_address_node_bytes = 32;       ///< per-host part
-inline constexpr std::uint32_t wire_address_magic = 0x74666577;  // "weft" little-endian
-inline constexpr std::uint16_t wire_address_version = 2;
+/// An active message's id and flags as a transport carries them, end to end and
+/// unchanged: bits 0-7 the id (all 256 usable by proto/), bits 8-15 flags that
+/// only proto/ interprets (the credit prefix flag).
+using am_word = std::uint16_t;
+inline constexpr unsigned am_id_count = 256;
 
-/// Where each transport keeps its bytes in wire_address::transport_specific.
-/// [0, 8) is the per-endpoint word (kept in every AV entry); [8, 40) the
-/// per-host part (interned once per distinct value in the AV's node table, so a
-/// thousand processes that share a device and host cost it once).
-struct address_layout {
-    static constexpr std::size_t shm_cookie = 0;        ///< 3 bytes: shm segment cookie (24 bits)
-    static constexpr std::size_t verbs_ud_qpn = 3;      ///< 3 bytes: verbs connection UD QPN
-    static constexpr std::size_t tcp_port = 6;          ///< 2 bytes: reserved for tcp
-    static constexpr std::size_t verbs_gid = 8;         ///< 16 bytes: verbs port GID
-    static constexpr std::size_t verbs_lid = 24;        ///< 2 bytes: verbs port LID (InfiniBand)
-    static constexpr std::size_t verbs_link = 26;       ///< 1 byte: verbs link layer (1 IB, 2 Ethernet)
-    static constexpr std::size_t verbs_mtu = 27;        ///< 1 byte: verbs active path MTU (ibv_mtu)
-    static constexpr std::size_t tcp_ipv4 = 28;         ///< 4 bytes: reserved for tcp
-};
-static_assert(address_layout::tcp_port + 2 <= wire_address_ep_bytes);
-static_assert(address_layout::tcp_ipv4 + 4 <= sizeof(wire_address::transport_specific));
-
-/// Little-endian 24-bit field of an address (shm cookie, verbs QPN).
-[[nodiscard]] inline std::uint32_t address_u24(const wire_address &a, std::size_t off) noexcept
+[[nodiscard]] constexpr am_word make_am(unsigned id, unsigned flags) noexcept
 {
-    return std::uint32_t{a.transport_specific[off]} |
-           std::uint32_t{a.transport_specific[off + 1]} << 8 |
-           std::uint32_t{a.transport_specific[off + 2]} << 16;
+    return static_cast<am_word>((id & 0xff) | (flags & 0xff) << 8);
 }
-inline void set_address_u24(wire_address &a, std::size_t off, std::uint32_t v) noexcept
+[[nodiscard]] constexpr unsigned am_id_of(am_word w) noexcept
 {
-    a.transport_specific[off] = static_cast<std::uint8_t>(v);
-    a.transport_specific[off + 1] = static_cast<std::uint8_t>(v >> 8);
-    a.transport_specific[off + 2] = static_cast<std::uint8_t>(v >> 16);
+    return w & 0xffu;
+}
+[[nodiscard]] constexpr unsigned am_flags_of(am_word w) noexcept
+{
+    return w >> 8;
 }
 
-/// The transports, in order of preference for a peer that more than one reaches.
-enum class transport_kind : std::uint8_t { self = 0, shm = 1, verbs = 2, tcp = 3 };
+// ------------------------------------------------------------------ capabilities
+
+/// Capability flags (attributes::caps).
+namespace cap {
+inline constexpr std::uint64_t am = 1ull << 0;      ///< short and bcopy active messages (required)
+inline constexpr std::uint64_t put = 1ull << 1;     ///< ops::put to a peer's registered memory
+inline constexpr std::uint64_t get = 1ull << 2;     ///< ops::get from a peer's registered memory
+inline constexpr std::uint64_t atomic = 1ull << 3;  ///< ops::atomic (see the op masks)
+/// Reaches only its own endpoint (self): never chosen for another process.
+inline constexpr std::uint64_t loopback = 1ull << 4;
+/// Receive buffers shared by every peer (verbs SRQ): credits come from one pool.
+inline constexpr std::uint64_t shared_rx = 1ull << 5;
+/// progress() has work only after handlers.wake (self: its queue was empty):
+/// the layer above polls it on demand instead of on every progress call.
+inline constexpr std::uint64_t on_demand = 1ull << 6;
+}  // namespace cap
+
+/// Atomic operations a transport may offer natively (bit i of the op masks is
+/// atomic_op i). proto/ offers every operation, on every type, in software.
+enum class atomic_op : std::uint8_t { add = 0, and_ = 1, or_ = 2, xor_ = 3, swap = 4, cswap = 5 };
+inline constexpr unsigned atomic_op_count = 6;
+
+[[nodiscard]] constexpr std::uint32_t atomic_bit(atomic_op op) noexcept
+{
+    return 1u << static_cast<unsigned>(op);
+}
+
+/// The time an operation of `len` bytes takes on this transport, as proto/
+/// estimates it to choose a transport per peer (UCX's lane selection uses the
+/// same shape): overhead of posting it, plus latency, plus len / bandwidth.
+struct cost_model {
+    double overhead_ns;     ///< CPU time to post one message
+    double latency_ns;      ///< one-way latency of a small message
+    double bandwidth_mbps;  ///< sustained bandwidth, MB/s (10^6 bytes per second)
+
+    [[nodiscard]] constexpr double time_ns(std::size_t len) const noexcept
+    {
+        return overhead_ns + latency_ns + static_cast<double>(len) * 1e3 / bandwidth_mbps;
+    }
+};
 
 /// Limits and capabilities of a transport instance.
 struct attributes {
-    std::size_t max_short;  ///< header + payload bytes of a short message
-    std::size_t max_bcopy;  ///< header + payload bytes of one bcopy message
-    std::size_t max_hdr;    ///< largest protocol header accepted with a bcopy send
-    /// Receive buffers shared by every peer (verbs: the SRQ), which credits must
+    std::uint64_t caps = 0;       ///< cap::*
+    std::size_t max_short = 0;    ///< header + payload bytes of a short message
+    std::size_t max_bcopy = 0;    ///< header + payload bytes of one bcopy message
+    std::size_t max_hdr = 0;      ///< largest protocol header accepted with a bcopy send
+    std::size_t max_put = 0;      ///< largest single put (cap::put)
+    std::size_t max_get = 0;      ///< largest single get (cap::get)
+    std::uint32_t atomic32 = 0;   ///< non-fetching atomic ops on 32-bit values (atomic_bit)
+    std::uint32_t atomic32f = 0;  ///< fetching atomic ops on 32-bit values
+    std::uint32_t atomic64 = 0;   ///< non-fetching atomic ops on 64-bit values
+    std::uint32_t atomic64f = 0;  ///< fetching atomic ops on 64-bit values
+    /// Receive buffers shared by every peer (cap::shared_rx), which credits must
     /// not oversubscribe; 0 when each peer has its own receive resources.
     std::size_t shared_rx = 0;
+    cost_model cost{};
 };
 
-/// What a receiver needs to read a sender's buffer directly (rendezvous, zcopy):
-/// produced by the sender's transport (iface::expose), carried in the protocol
-/// header, consumed by the receiver's transport (ops::get_zcopy).
-struct remote_buffer {
-    std::uint64_t addr;  ///< address in the sender's address space
-    std::uint64_t key;   ///< transport key (verbs rkey); 0 for shm
-};
-static_assert(sizeof(remote_buffer) == 16, "remote_buffer is a wire format");
+// ------------------------------------------------------------------ memory
 
-/// Upcalls from a transport into the layer above (set once, before enable).
+/// Access rights of a registration (memory_domain::reg).
+namespace access {
+inline constexpr unsigned local = 1u << 0;          ///< a local buffer of this process's operations
+inline constexpr unsigned remote_read = 1u << 1;    ///< peers' gets
+inline constexpr unsigned remote_write = 1u << 2;   ///< peers' puts
+inline constexpr unsigned remote_atomic = 1u << 3;  ///< peers' atomics
+}  // namespace access
+
+/// Largest packed remote key of one transport (memory_domain::rkey_size).
+inline constexpr std::size_t max_rkey_size = 16;
+
+/// A peer's memory as one transport addresses it: unpacked from the bytes its
+/// memory domain packed (iface::unpack_rkey), used by put, get and atomic.
+struct rkey {
+    std::uint64_t w[2];  ///< transport-specific (verbs: the rkey; self: memory domain, region slot, generation)
+};
+
+/// A local buffer made readable by one peer's get for the length of a transfer
+/// (rendezvous): iface::expose fills it, iface::unexpose releases it.
+struct exposure {
+    std::uint64_t handle = 0;            ///< the transport's (verbs: the registration)
+    std::uint8_t rkey[max_rkey_size]{};  ///< packed key for the peer's unpack_rkey
+    std::uint8_t rkey_len = 0;
+};
+
+/// Registration of memory with one transport, per weft domain (UCX's memory
+/// domain): a registration here gives a packed key that peers unpack with
+/// their iface and pass to put, get and atomic. Control path; thread-safe.
+class memory_domain {
+  public:
+    memory_domain() = default;
+    memory_domain(const memory_domain &) = delete;
+    memory_domain &operator=(const memory_domain &) = delete;
+    virtual ~memory_domain() = default;
+
+    /// Bytes of a packed key (0: this transport keeps no key; peers reach such
+    /// memory through proto/'s active-message fallback).
+    [[nodiscard]] virtual std::size_t rkey_size() const noexcept = 0;
+    /// Register [buf, buf + len) with `acc` (access::*); `handle` identifies it.
+    [[nodiscard]] virtual status reg(void *buf, std::size_t len, unsigned acc,
+                                     std::uint64_t &handle) = 0;
+    /// Deregister: afterwards a peer's operation with its key fails.
+    virtual void dereg(std::uint64_t handle) noexcept = 0;
+    /// The packed key of a registration: rkey_size() bytes into `out`.
+    [[nodiscard]] virtual status pack_rkey(std::uint64_t handle, std::uint8_t *out) const = 0;
+};
+
+// ------------------------------------------------------------------ one-sided operations
+
+/// An atomic operation on a peer's memory (ops::atomic).
+struct atomic_args {
+    atomic_op op;
+    bool fetch;             ///< write the old value to `result`
+    std::uint8_t width;     ///< 4 or 8 bytes
+    std::uint64_t operand;  ///< the value (swap: the new value; cswap: the new value)
+    std::uint64_t compare;  ///< cswap: the expected value
+    void *result;           ///< fetch: where the old value goes (width bytes)
+    std::uint64_t raddr;    ///< remote address (naturally aligned)
+    rkey key;
+};
+
+/// Upcalls from a transport into the layer above (set once, before the first progress).
 struct handlers {
-    /// One received active message: proto header followed by payload, `len` bytes
-    /// in all, valid only during the call. `src` identifies the sender within this
-    /// transport. The bytes came from a peer: the handler bounds-checks them.
-    void (*am)(void *arg, src_id src, unsigned am_id, const void *data, std::size_t len);
-    /// A peer failed (died, disconnected). Reported once per peer and side:
-    /// conn (send side) and/or src (receive side) may be invalid_id.
+    /// One received active message: proto header followed by payload, `len`
+    /// bytes in all, valid only during the call. `src` identifies the sender
+    /// within this transport. The bytes came from a peer: the handler
+    /// bounds-checks them.
+    void (*am)(void *arg, src_id src, am_word am, const void *data, std::size_t len);
+    /// A peer failed (died, disconnected, was refused). Reported once per peer
+    /// and side: conn (send side) and/or src (receive side) may be invalid_id.
     void (*peer_failed)(void *arg, conn_id conn, src_id src, status why);
-    /// A get_zcopy that returned in_progress finished: ok, or the error (the
-    /// destination buffer holds undefined bytes then). `cookie` is the caller's.
-    void (*get_done)(void *arg, std::uint64_t cookie, status st);
+    /// A put, get or atomic that returned in_progress finished: ok, or the error
+    /// (a get's destination then holds undefined bytes). `cookie` is the caller's.
+    void (*op_done)(void *arg, std::uint64_t cookie, status st);
+    /// cap::on_demand transports: progress() has work now. May be called from
+    /// inside a send; it must only note it.
+    void (*wake)(void *arg);
     void *arg;
 };
 
 class iface;
 
-/// Data-path operations: one table per transport instance, filled at enable.
+/// Data-path operations: one table per transport instance, filled at open.
+/// put, get and atomic are nullptr when the capability is absent.
 struct ops {
     /// Send header + payload (hdr_len + len <= max_short). ok or again or an error.
-    status (*send_short)(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
-                         std::size_t hdr_len, const void *payload, std::size_t len);
+    status (*send_short)(iface *tl, conn_id conn, am_word am, const void *hdr, std::size_t hdr_len,
+                         const void *payload, std::size_t len);
     /// Send header + `len` bytes gathered from `iov` starting at byte `offset` of the
     /// whole iovec (hdr_len + len <= max_bcopy). ok or again or an error.
-    status (*send_bcopy)(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
-                         std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
-                         std::size_t offset, std::size_t len);
-    /// Poll for incoming messages and internal events; calls handlers.
-    /// Returns the number of events processed.
+    status (*send_bcopy)(iface *tl, conn_id conn, am_word am, const void *hdr, std::size_t hdr_len,
+                         const struct iovec *iov, std::size_t iovcnt, std::size_t offset,
+                         std::size_t len);
+    /// Poll for incoming messages and internal events; calls handlers (never
+    /// from inside a send). Returns the number of events processed.
     unsigned (*progress)(iface *tl);
-    /// Read `len` bytes of sender `src`'s memory described by `rb` into `iov`
-    /// (zcopy rendezvous). ok: done on return (shm, cross-memory attach);
-    /// in_progress: started (verbs RDMA read), handlers.get_done(cookie) reports
-    /// the end, from a later progress() call, never from inside this one;
-    /// not_supported: this transport cannot (or may not) read the peer's memory:
-    /// the caller falls back to a copy protocol; another error: the peer failed.
-    status (*get_zcopy)(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                        const remote_buffer &rb, std::size_t len, std::uint64_t cookie);
+    /// Write `len` bytes gathered from `iov` to [raddr, raddr + len) of the peer
+    /// on `conn`, described by `key`. ok: done on return (remotely visible);
+    /// in_progress: handlers.op_done(cookie) reports the end from a later
+    /// progress(); again: no resources now; not_supported: not for this key or
+    /// size (the caller falls back to active messages); another error: failed.
+    status (*put)(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                  std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
+    /// Read [raddr, raddr + len) of the peer into `iov`; returns as put.
+    status (*get)(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                  std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
+    /// An atomic on the peer's memory; returns as put.
+    status (*atomic)(iface *tl, conn_id conn, const atomic_args &a, std::uint64_t cookie);
+};
+
+/// What a transport needs to know about its endpoint when it is opened.
+struct open_params {
+    std::uint64_t node_id;  ///< this host
+    std::uint32_t pid;      ///< this process
+    std::uint32_t ep_id;    ///< this endpoint within the process
 };
 
 /// One transport instance inside one weft endpoint.
@@ -163,38 +255,54 @@ class iface {
     iface &operator=(const iface &) = delete;
     virtual ~iface() = default;
 
-    [[nodiscard]] virtual transport_kind kind() const noexcept = 0;
     [[nodiscard]] virtual const attributes &attr() const noexcept = 0;
 
-    /// Fill this transport's part of the endpoint's address (set its bit in
-    /// addr.transports). Called once at enable after the common fields are set.
-    [[nodiscard]] virtual status pack_address(wire_address &addr) = 0;
+    /// Add this transport's blob(s) to the endpoint's address. Called once
+    /// after open.
+    [[nodiscard]] virtual status pack_address(address_builder &b) = 0;
+
+    /// The endpoint's complete address (every transport's blobs and proto/'s),
+    /// given once after every pack_address: what this transport shows a peer as
+    /// the sender's (shm sender slots, the verbs handshake).
+    virtual void set_local_address(const address &a) noexcept { (void)a; }
 
     /// Can this transport reach `peer` from here (e.g. same node for shm)?
-    [[nodiscard]] virtual bool reachable(const wire_address &peer) const noexcept = 0;
+    [[nodiscard]] virtual bool reachable(const address &peer) const noexcept = 0;
 
-    /// Create (or find) the connection to `peer`. Lazy: called on the first send
-    /// to a peer. Cheap to call again for the same peer.
-    [[nodiscard]] virtual status connect(const wire_address &peer, conn_id &out) = 0;
+    /// Create (or find) the connection to `peer`. Lazy: called on the first
+    /// operation towards a peer. Cheap to call again for the same peer.
+    [[nodiscard]] virtual status connect(const address &peer, conn_id &out) = 0;
 
     /// The address of a remote sender seen on the receive side (to map it to an
-    /// address vector index). no_entry if unknown.
-    [[nodiscard]] virtual status remote_address(src_id src, wire_address &out) const = 0;
+    /// address vector index, or to answer it). no_entry if unknown.
+    [[nodiscard]] virtual status remote_address(src_id src, address &out) const = 0;
 
-    /// Make `len` bytes at `buf` readable by peers with get_zcopy and describe them
-    /// in `out`. not_supported if this transport has no zcopy reads. Every ok is
-    /// paired with one unexpose(out) once no peer may read the buffer any more.
-    [[nodiscard]] virtual status expose(const void *buf, std::size_t len, remote_buffer &out)
+    /// Make `len` bytes at `buf` readable by the peer on `conn` with get, and
+    /// describe them in `out`. not_supported if this transport has no get. Every
+    /// ok is paired with one unexpose(out) once no peer may read the buffer.
+    [[nodiscard]] virtual status expose(conn_id conn, const void *buf, std::size_t len,
+                                        exposure &out)
     {
+        (void)conn;
         (void)buf;
         (void)len;
         (void)out;
         return status::not_supported;
     }
 
-    /// Release what expose() set up for `rb` (verbs: the memory registration's
-    /// reference). The buffer may be freed by its owner afterwards.
-    virtual void unexpose(const remote_buffer &rb) noexcept { (void)rb; }
+    /// Release what expose() set up. The buffer may be freed by its owner afterwards.
+    virtual void unexpose(const exposure &e) noexcept { (void)e; }
+
+    /// Unpack a peer's packed key (from the memory domain of this transport on
+    /// the peer's side, or from the peer's expose). bad_message if malformed.
+    [[nodiscard]] virtual status unpack_rkey(const std::uint8_t *data, std::size_t len,
+                                             rkey &out) const
+    {
+        (void)data;
+        (void)len;
+        (void)out;
+        return status::not_supported;
+    }
 
     /// Add up to `n` receive buffers to the shared receive resources (attributes::
     /// shared_rx), for a new peer's credits. Returns how many were added (0: at
@@ -216,27 +324,20 @@ class iface {
     handlers handlers_{};
 };
 
-/// What a transport needs to know about its endpoint when it is opened.
-struct open_params {
-    std::uint64_t node_id;  ///< this host
-    std::uint32_t pid;      ///< this process
-    std::uint32_t ep_id;    ///< this endpoint within the process
-};
-
 /// Always-inline wrappers for the data path.
-[[gnu::always_inline]] inline status send_short(iface *tl, conn_id c, unsigned am_id,
-                                                const void *hdr, std::size_t hdr_len,
-                                                const void *payload, std::size_t len)
+[[gnu::always_inline]] inline status send_short(iface *tl, conn_id c, am_word am, const void *hdr,
+                                                std::size_t hdr_len, const void *payload,
+                                                std::size_t len)
 {
-    return tl->ops().send_short(tl, c, am_id, hdr, hdr_len, payload, len);
+    return tl->ops().send_short(tl, c, am, hdr, hdr_len, payload, len);
 }
 
-[[gnu::always_inline]] inline status send_bcopy(iface *tl, conn_id c, unsigned am_id,
-                                                const void *hdr, std::size_t hdr_len,
-                                                const struct iovec *iov, std::size_t iovcnt,
-                                                std::size_t offset, std::size_t len)
+[[gnu::always_inline]] inline status send_bcopy(iface *tl, conn_id c, am_word am, const void *hdr,
+                                                std::size_t hdr_len, const struct iovec *iov,
+                                                std::size_t iovcnt, std::size_t offset,
+                                                std::size_t len)
 {
-    return tl->ops().send_bcopy(tl, c, am_id, hdr, hdr_len, iov, iovcnt, offset, len);
+    return tl->ops().send_bcopy(tl, c, am, hdr, hdr_len, iov, iovcnt, offset, len);
 }
 
 [[gnu::always_inline]] inline unsigned progress(iface *tl)

@@ -29,7 +29,7 @@ info_ptr get_info(const char *transport, weft_threading threading = WEFT_THREAD_
     hints->domain_attr.threading = threading;
     hints->domain_attr.progress = progress;
     weft_info *info = nullptr;
-    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), 0);
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &info), 0);
     return info_ptr(info);
 }
 
@@ -49,7 +49,7 @@ struct self_ep {
                      weft_progress progress = WEFT_PROGRESS_UNSPEC)
         : info(get_info("self", threading, progress))
     {
-        EXPECT_EQ(weft_fabric_open(info.get(), &fabric), 0);
+        EXPECT_EQ(weft_fabric_open(info.get(), nullptr, &fabric), 0);
         EXPECT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
         const weft_cq_attr attr{cq_size, format};
         EXPECT_EQ(weft_cq_open(domain, &attr, &cq), 0);
@@ -60,10 +60,10 @@ struct self_ep {
         EXPECT_EQ(weft_ep_bind_cntr(ep, cntr, WEFT_SEND | WEFT_RECV), 0);
         EXPECT_EQ(weft_ep_bind_av(ep, av), 0);
         EXPECT_EQ(weft_ep_enable(ep), 0);
-        std::uint8_t addr[64];
+        std::uint8_t addr[256];
         std::size_t len = sizeof(addr);
         EXPECT_EQ(weft_ep_getname(ep, addr, &len), 0);
-        EXPECT_EQ(len, info->addr_len);
+        EXPECT_LE(len, info->addr_len);
         EXPECT_EQ(weft_av_insert(av, addr, 1, &me, 0), 1);
     }
     ~self_ep()
@@ -82,7 +82,7 @@ struct self_ep {
 TEST(getinfo, lists_auto_first_and_reports_limits)
 {
     weft_info *info = nullptr;
-    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, nullptr, &info), 0);
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, nullptr, nullptr, &info), 0);
     info_ptr guard(info);
     ASSERT_NE(info, nullptr);
     EXPECT_STREQ(info->transport, "auto");
@@ -92,7 +92,7 @@ TEST(getinfo, lists_auto_first_and_reports_limits)
         EXPECT_NE(i->caps & WEFT_TAGGED, 0U);
         EXPECT_GT(i->ep_attr.inject_size, 0U);
         EXPECT_GT(i->ep_attr.max_msg_size, i->ep_attr.inject_size);
-        EXPECT_EQ(i->addr_len, 64U);
+        EXPECT_EQ(i->addr_len, 256U);  // the most an address may take (it says its own length)
         EXPECT_NE(i->ep_attr.msg_order & WEFT_ORDER_SAS, 0U);
     }
     EXPECT_TRUE(self);
@@ -108,27 +108,27 @@ TEST(getinfo, hints_filter_and_bad_hints_fail)
     info_ptr hints(weft_info_alloc());
     weft_info *info = nullptr;
     std::snprintf(hints->transport, sizeof(hints->transport), "nosuch");
-    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), -WEFT_ENODEV);
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &info), -WEFT_ENODEV);
     hints->transport[0] = '\0';
     hints->caps = WEFT_RMA;  // not offered yet: nothing matches
-    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), -WEFT_ENODEV);
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &info), -WEFT_ENODEV);
     hints->caps = 0;
     // What a C caller can store: 42 is no enumerator (a C++ static_cast to the enum
     // would itself be undefined), so write the bytes.
     const int bad_threading = 42;
     std::memcpy(&hints->domain_attr.threading, &bad_threading, sizeof(bad_threading));
-    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &info), -WEFT_EINVAL);
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &info), -WEFT_EINVAL);
     {
         weft::test::expect_log_errors logged(1);  // the version mismatch is logged
-        EXPECT_EQ(weft_getinfo(WEFT_VERSION(9, 0), nullptr, &info), -WEFT_ENOSYS);
+        EXPECT_EQ(weft_getinfo(WEFT_VERSION(9, 0), nullptr, nullptr, &info), -WEFT_ENOSYS);
     }
-    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, nullptr, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, nullptr, nullptr, nullptr), -WEFT_EINVAL);
     EXPECT_EQ(info, nullptr);
 }
 
 TEST(api, null_and_invalid_arguments_return_einval)
 {
-    EXPECT_EQ(weft_fabric_open(nullptr, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_fabric_open(nullptr, nullptr, nullptr), -WEFT_EINVAL);
     EXPECT_EQ(weft_fabric_close(nullptr), -WEFT_EINVAL);
     EXPECT_EQ(weft_domain_close(nullptr), -WEFT_EINVAL);
     EXPECT_EQ(weft_ep_close(nullptr), -WEFT_EINVAL);
@@ -151,13 +151,13 @@ TEST(api, endpoint_rules)
     weft_domain_t *domain;
     weft_ep_t *ep;
     weft_av_t *av;
-    ASSERT_EQ(weft_fabric_open(info.get(), &fabric), 0);
+    ASSERT_EQ(weft_fabric_open(info.get(), nullptr, &fabric), 0);
     ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
     ASSERT_EQ(weft_ep_open(domain, info.get(), &ep, nullptr), 0);
     char buf[8] = {};
     // Not enabled yet: no address, no data transfer; enabling needs an AV.
-    std::size_t len = 64;
-    std::uint8_t addr[64];
+    std::size_t len = 256;
+    std::uint8_t addr[256];
     EXPECT_EQ(weft_ep_getname(ep, addr, &len), -WEFT_EINVAL);
     EXPECT_EQ(weft_tsend(ep, buf, 8, nullptr, 0, 1, nullptr), -WEFT_EINVAL);
     {
@@ -174,9 +174,12 @@ TEST(api, endpoint_rules)
     EXPECT_EQ(weft_ep_enable(ep), -WEFT_EINVAL);
     EXPECT_EQ(weft_av_close(av), -WEFT_EBUSY);
     // getname with a short buffer reports the size needed.
+    std::size_t full = sizeof(addr);
+    ASSERT_EQ(weft_ep_getname(ep, addr, &full), 0);
+    EXPECT_GT(full, 24U);  // a header and proto/'s blob at least
     len = 10;
     EXPECT_EQ(weft_ep_getname(ep, addr, &len), -WEFT_ETRUNC);
-    EXPECT_EQ(len, 64U);
+    EXPECT_EQ(len, full);
     // Sending to an index the AV does not have is an error, not a crash.
     EXPECT_EQ(weft_tsend(ep, buf, 8, nullptr, 0, 1, nullptr), -WEFT_EINVAL);
     EXPECT_EQ(weft_tsend(ep, buf, 8, nullptr, 12345678, 1, nullptr), -WEFT_EINVAL);
@@ -198,28 +201,41 @@ TEST(av, entries_are_compact_and_round_trip)
 {
     static_assert(sizeof(weft::core::av_entry) <= 16);
     self_ep s;
-    std::uint8_t addr[64];
+    std::uint8_t addr[256];
     std::size_t len = sizeof(addr);
     ASSERT_EQ(weft_ep_getname(s.ep, addr, &len), 0);
-    // A second copy of the same address gets the next index.
+    // Addresses are packed back to back, each with its own length: two copies
+    // of the same address get the next indices.
     weft_addr_t idx[3];
-    std::uint8_t three[3 * 64];
-    std::memcpy(three, addr, 64);
-    std::memset(three + 64, 0xab, 64);  // garbage: rejected, index NOTAVAIL
-    std::memcpy(three + 128, addr, 64);
-    EXPECT_EQ(weft_av_insert(s.av, three, 3, idx, 0), 2);
+    std::vector<std::uint8_t> two(2 * len);
+    std::memcpy(two.data(), addr, len);
+    std::memcpy(two.data() + len, addr, len);
+    EXPECT_EQ(weft_av_insert(s.av, two.data(), 2, idx, 0), 2);
     EXPECT_EQ(idx[0], 1U);
+    EXPECT_EQ(idx[1], 2U);
+    // Garbage: its length cannot be trusted, so it and everything after it are
+    // refused; it takes one index.
+    std::vector<std::uint8_t> bad(2 * len, 0xab);
+    std::memcpy(bad.data() + len, addr, len);
+    {
+        weft::test::expect_log_warnings warned(1);
+        EXPECT_EQ(weft_av_insert(s.av, bad.data(), 2, idx, 0), -WEFT_EBADMSG);
+    }
+    EXPECT_EQ(idx[0], WEFT_ADDR_NOTAVAIL);
     EXPECT_EQ(idx[1], WEFT_ADDR_NOTAVAIL);
-    EXPECT_EQ(idx[2], 3U);
     EXPECT_EQ(weft_av_count(s.av), 4U);
-    std::uint8_t out[64];
+    std::uint8_t out[256];
     std::size_t olen = sizeof(out);
     ASSERT_EQ(weft_av_lookup(s.av, 1, out, &olen), 0);
-    EXPECT_EQ(std::memcmp(out, addr, 64), 0);
-    EXPECT_EQ(weft_av_lookup(s.av, 2, out, &olen), -WEFT_ENOENT);
-    ASSERT_EQ(weft_av_remove(s.av, &idx[0], 1, 0), 0);
+    ASSERT_EQ(olen, len);
+    EXPECT_EQ(std::memcmp(out, addr, len), 0);  // rebuilt byte for byte from the compact entry
+    olen = sizeof(out);
+    EXPECT_EQ(weft_av_lookup(s.av, 3, out, &olen), -WEFT_ENOENT);
+    ASSERT_EQ(weft_av_remove(s.av, &idx[0], 1, 0), -WEFT_ENOENT);
+    const weft_addr_t one = 1;
+    ASSERT_EQ(weft_av_remove(s.av, &one, 1, 0), 0);
     EXPECT_EQ(weft_av_lookup(s.av, 1, out, &olen), -WEFT_ENOENT);
-    EXPECT_EQ(weft_av_remove(s.av, &idx[0], 1, 0), -WEFT_ENOENT);
+    EXPECT_EQ(weft_av_remove(s.av, &one, 1, 0), -WEFT_ENOENT);
 }
 
 TEST(cq, every_format_carries_its_fields)
@@ -241,11 +257,12 @@ TEST(cq, every_format_carries_its_fields)
                                  : f == WEFT_CQ_FORMAT_MSG   ? sizeof(weft_cq_msg_entry)
                                  : f == WEFT_CQ_FORMAT_DATA  ? sizeof(weft_cq_data_entry)
                                                              : sizeof(weft_cq_tagged_entry);
-        // self delivers inside the send: the receive completes first, then the send.
+        // The send completes when sent; self delivers from the next progress (the
+        // read): the receive is the second entry.
         weft_cq_tagged_entry r{};
-        std::memcpy(&r, bytes, size);
+        std::memcpy(&r, bytes + size, size);
         EXPECT_EQ(r.op_context, &rctx);
-        EXPECT_EQ(src[0], s.me);
+        EXPECT_EQ(src[1], s.me);
         if (f != WEFT_CQ_FORMAT_CONTEXT) {
             EXPECT_EQ(r.flags & (WEFT_RECV | WEFT_TAGGED | WEFT_REMOTE_CQ_DATA),
                       WEFT_RECV | WEFT_TAGGED | WEFT_REMOTE_CQ_DATA);
@@ -383,7 +400,7 @@ TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
     hints->caps = WEFT_TAGGED;
     hints->ep_attr.credit_mode = WEFT_CREDITS_EAGAIN;
     weft_info *raw = nullptr;
-    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), &raw), 0);
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &raw), 0);
     info_ptr info(raw);
     ASSERT_EQ(info->ep_attr.credit_mode, WEFT_CREDITS_EAGAIN);
     weft_fabric_t *fabric;
@@ -392,7 +409,7 @@ TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
     weft_av_t *av;
     weft_ep_t *ep;
     const weft_cq_attr attr{0, WEFT_CQ_FORMAT_CONTEXT};
-    ASSERT_EQ(weft_fabric_open(info.get(), &fabric), 0);
+    ASSERT_EQ(weft_fabric_open(info.get(), nullptr, &fabric), 0);
     ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
     ASSERT_EQ(weft_cq_open(domain, &attr, &cq), 0);
     ASSERT_EQ(weft_av_open(domain, nullptr, &av), 0);
@@ -400,7 +417,7 @@ TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
     ASSERT_EQ(weft_ep_bind_cq(ep, cq, WEFT_TRANSMIT | WEFT_RECV), 0);
     ASSERT_EQ(weft_ep_bind_av(ep, av), 0);
     ASSERT_EQ(weft_ep_enable(ep), 0);
-    std::uint8_t addr[64];
+    std::uint8_t addr[256];
     std::size_t len = sizeof(addr);
     weft_addr_t me;
     ASSERT_EQ(weft_ep_getname(ep, addr, &len), 0);
@@ -444,4 +461,150 @@ TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
     EXPECT_EQ(weft_cq_close(cq), 0);
     EXPECT_EQ(weft_domain_close(domain), 0);
     EXPECT_EQ(weft_fabric_close(fabric), 0);
+}
+
+// ------------------------------------------------------------------ configuration objects
+
+namespace {
+
+struct config_deleter {
+    void operator()(weft_config_t *c) const { weft_config_release(c); }
+};
+using config_ptr = std::unique_ptr<weft_config_t, config_deleter>;
+
+config_ptr read_config()
+{
+    weft_config_t *c = nullptr;
+    EXPECT_EQ(weft_config_read(&c), 0);
+    return config_ptr(c);
+}
+
+std::string get_value(const weft_config_t *c, const char *name)
+{
+    char buf[64];
+    std::size_t len = sizeof(buf);
+    EXPECT_EQ(weft_config_get(c, name, buf, &len), 0) << name;
+    return buf;
+}
+
+std::string print_config(const weft_config_t *c, std::uint64_t flags)
+{
+    char *text = nullptr;
+    std::size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    EXPECT_NE(f, nullptr);
+    EXPECT_EQ(weft_config_print(c, f, flags), 0);
+    std::fclose(f);
+    std::string s(text, size);
+    std::free(text);
+    return s;
+}
+
+/// Sets an environment variable for its lifetime.
+struct scoped_env {
+    scoped_env(const char *n, const char *v) : name(n) { setenv(n, v, 1); }
+    ~scoped_env() { unsetenv(name); }
+    const char *name;
+};
+
+}  // namespace
+
+TEST(config, modify_get_and_print)
+{
+    config_ptr c = read_config();
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(get_value(c.get(), "WEFT_TX_SIZE"), "4k") << "the default, as declared";
+    EXPECT_EQ(weft_config_modify(c.get(), "TX_SIZE", "8192"), 0);
+    EXPECT_EQ(weft_config_modify(c.get(), "weft_shm_fifo_size", "1k"), 0) << "any case, prefix";
+    EXPECT_EQ(get_value(c.get(), "tx_size"), "8192");
+    EXPECT_EQ(get_value(c.get(), "WEFT_SHM_FIFO_SIZE"), "1k");
+    // Only what was set, then everything with descriptions and ranges.
+    const std::string set = print_config(c.get(), WEFT_CONFIG_PRINT_SET);
+    EXPECT_EQ(set, "WEFT_TX_SIZE=8192\nWEFT_SHM_FIFO_SIZE=1k\n");
+    const std::string doc = print_config(c.get(), WEFT_CONFIG_PRINT_DOC);
+    EXPECT_NE(doc.find("WEFT_CREDIT_INITIAL=64\n"), std::string::npos);
+    EXPECT_NE(doc.find("uint 3..65535"), std::string::npos) << "ranges are printed";
+    EXPECT_NE(doc.find("WEFT_LOG_LEVEL="), std::string::npos);
+    // A value that does not fit: ETRUNC and the size needed.
+    char small[3];
+    std::size_t len = sizeof(small);
+    EXPECT_EQ(weft_config_get(c.get(), "TX_SIZE", small, &len), -WEFT_ETRUNC);
+    EXPECT_EQ(len, 5U);
+    EXPECT_EQ(weft_config_print(c.get(), stdout, 1u << 7), -WEFT_EINVAL) << "unknown flag";
+    // The fabric and what getinfo reports use the configuration's values.
+    info_ptr hints(weft_info_alloc());
+    std::snprintf(hints->transport, sizeof(hints->transport), "self");
+    weft_info *info = nullptr;
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), c.get(), &info), 0);
+    EXPECT_EQ(info->ep_attr.tx_size, 8192U);
+    weft_info_free(info);
+    config_ptr other = read_config();
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), other.get(), &info), 0);
+    EXPECT_EQ(info->ep_attr.tx_size, 4096U) << "another configuration, its own value";
+    weft_info_free(info);
+}
+
+TEST(config, out_of_range_and_unknown_names_fail_loudly)
+{
+    config_ptr c = read_config();
+    ASSERT_NE(c, nullptr);
+    {
+        weft::test::expect_log_errors one(1);
+        weft::test::stderr_capture err;
+        EXPECT_EQ(weft_config_modify(c.get(), "CREDIT_INITIAL", "2"), -WEFT_EINVAL);
+        const std::string text = err.text();
+        EXPECT_NE(text.find("WEFT_CREDIT_INITIAL"), std::string::npos) << text;
+        EXPECT_NE(text.find("3..65535"), std::string::npos) << text;
+    }
+    {
+        weft::test::expect_log_errors one(1);
+        EXPECT_EQ(weft_config_modify(c.get(), "SHM_FIFO_SIZE", "12q"), -WEFT_EINVAL);
+    }
+    {
+        weft::test::expect_log_errors one(1);
+        weft::test::stderr_capture err;
+        EXPECT_EQ(weft_config_modify(c.get(), "SHM_FIFO_SZIE", "64"), -WEFT_ENOENT);
+        const std::string text = err.text();
+        EXPECT_NE(text.find("WEFT_SHM_FIFO_SIZE"), std::string::npos) << "nearest name: " << text;
+    }
+    EXPECT_EQ(get_value(c.get(), "CREDIT_INITIAL"), "64") << "a refused value changes nothing";
+    // From the environment: weft_config_read and weft_getinfo fail, naming it.
+    {
+        scoped_env bad("WEFT_VERBS_RETRY_COUNT", "9");
+        weft::test::expect_log_errors some(1);
+        weft::test::stderr_capture err;
+        weft_config_t *r = nullptr;
+        EXPECT_EQ(weft_config_read(&r), -WEFT_EINVAL);
+        EXPECT_EQ(r, nullptr);
+        weft_info *info = nullptr;
+        EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, nullptr, nullptr, &info), -WEFT_EINVAL);
+        EXPECT_EQ(info, nullptr);
+        EXPECT_NE(err.text().find("WEFT_VERBS_RETRY_COUNT"), std::string::npos);
+    }
+    {
+        scoped_env typo("WEFT_SHM_FIFO_SZIE", "64");
+        weft::test::expect_log_warnings one(1);
+        weft::test::stderr_capture err;
+        config_ptr r = read_config();
+        EXPECT_NE(r, nullptr) << "an unknown name warns, it does not fail";
+        const std::string text = err.text();
+        EXPECT_NE(text.find("did you mean WEFT_SHM_FIFO_SIZE"), std::string::npos) << text;
+    }
+    // A transport name that does not exist: a warning with the nearest one.
+    {
+        EXPECT_EQ(weft_config_modify(c.get(), "TRANSPORTS", "self,shn"), 0);
+        weft::test::expect_log_warnings one(1);
+        weft::test::stderr_capture err;
+        weft_info *info = nullptr;
+        EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, nullptr, c.get(), &info), 0);
+        weft_info_free(info);
+        const std::string text = err.text();
+        EXPECT_NE(text.find("did you mean 'shm'"), std::string::npos) << text;
+    }
+    // A newer minor version of the API than this library.
+    {
+        weft::test::expect_log_errors one(1);
+        weft_info *info = nullptr;
+        EXPECT_EQ(weft_getinfo(WEFT_VERSION(2, 99), nullptr, nullptr, &info), -WEFT_ENOSYS);
+    }
 }

@@ -115,9 +115,8 @@ TEST(credit_config, automatic_values)
     ASSERT_EQ(credit_config_resolve(c, &why), status::ok);
     EXPECT_EQ(c.threshold, 3);  // clamped down to initial - 1
     EXPECT_EQ(c.grant_step, 3);
-    c.mode = credit_mode::off;
-    c.initial = 0;
-    EXPECT_EQ(credit_config_resolve(c, &why), status::ok);
+    c.mode = credit_mode::unconfigured;  // credits are always on: no mode is no configuration
+    EXPECT_EQ(credit_config_resolve(c, &why), status::invalid);
 }
 
 TEST(credit_config, rejects_what_would_deadlock_or_storm)
@@ -201,8 +200,9 @@ TEST(credit_state, attach_needs_a_mode)
     credit_state s;
     EXPECT_EQ(s.attach(off), status::invalid);
     credit_config c = per_peer(4, 2);
-    c.mode = credit_mode::off;
-    init_pool(off, c);
+    c.mode = credit_mode::unconfigured;
+    const char *why = nullptr;
+    EXPECT_EQ(off.init(c, &why), status::invalid) << "no mode is not a configuration";
     EXPECT_EQ(s.attach(off), status::invalid);
     EXPECT_FALSE(s.attached());
 }

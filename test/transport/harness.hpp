@@ -158,6 +158,13 @@ struct run_options {
     /// Domain progress model; WEFT_PROGRESS_AUTO: a weft thread drives the
     /// endpoint, and the harness's CQ reads do not (they never progress then).
     weft_progress progress = WEFT_PROGRESS_UNSPEC;
+    /// Configuration values for this run (name, value), on top of the
+    /// environment: each child passes them in a weft_config to weft_getinfo and
+    /// weft_fabric_open (no setenv).
+    std::vector<std::pair<std::string, std::string>> config;
+    /// More values for one rank only (after `config`): settings that differ
+    /// between ranks, which the library must refuse.
+    std::function<std::vector<std::pair<std::string, std::string>>(int rank)> rank_config;
 };
 
 /// Fork `nranks` processes (one for the self transport) and run `body` in each.
@@ -168,7 +175,8 @@ struct run_options {
 /// Empty when weft_getinfo reports `transport` with `caps`; otherwise the reason.
 [[nodiscard]] std::string transport_unavailable(const std::string &transport, std::uint64_t caps);
 
-/// Transports the suites are instantiated over.
+/// Transports the suites are instantiated over: every transport this build has
+/// (configure's list), and "auto".
 [[nodiscard]] std::vector<std::string> all_transports();
 
 // ------------------------------------------------------------------ data patterns

@@ -30,12 +30,9 @@ constexpr std::size_t per_sender = 10000;
 constexpr std::size_t msg_len = mib;
 
 /// Every send stays pending until the receiver claims it, so an endpoint must
-/// accept per_sender sends (one endpoint plays every sender over "self": 30,000).
-/// WEFT_TX_SIZE is read once per process, at the first weft call: set it before
-/// main() (GoogleTest's SetUp already calls weft_getinfo). An explicit setting
-/// in the environment wins; the test checks that it is large enough.
+/// accept per_sender sends (one endpoint plays every sender over "self": 30,000):
+/// the run's configuration sets WEFT_TX_SIZE (run_options::config).
 constexpr const char *tx_size_value = "32768";
-const bool tx_size_set = [] { return setenv("WEFT_TX_SIZE", tx_size_value, 0) == 0; }();
 
 /// Growth of the receiver's resident memory allowed for 30,000 unexpected 1 MiB
 /// messages: 64 MiB, about 2,200 bytes per message. docs/variable-messages.md
@@ -268,41 +265,14 @@ void flood(rank_ctx &c)
 
 class transport_flood : public transport_test {};
 
-#ifdef WEFT_FLOOD_CREDITS_OFF
-// test_flood_credits_off: the same flood with credit flow control off, so that
-// nothing holds the senders back and every header waits at the receiver (with
-// credits on, a peer's unexpected messages are bounded by the window it was
-// granted and the rest wait in the sender's queue). Set before main(), like
-// WEFT_TX_SIZE.
-const bool credits_off = setenv("WEFT_CREDITS", "n", 1) == 0;
-
-TEST_P(transport_flood, unexpected_flood_credits_off_three_senders_10000_x_1mib)
-{
-    ASSERT_TRUE(credits_off);
-    ASSERT_TRUE(tx_size_set);
-    weft::test::run_options opt;
-    opt.timeout_s = 600;
-    const ::testing::AssertionResult result = run(
-        4,
-        [](rank_ctx &c) {
-            weft_credits cr{};
-            WEFT_TCHECK_OK(weft_ep_credits(c.ep, c.peer(0), &cr));
-            WEFT_TCHECK_MSG(cr.send == UINT64_MAX, "flow control is on: WEFT_CREDITS=n ignored");
-            flood(c);
-        },
-        opt);
-    ASSERT_TRUE(result);
-}
-#else
 TEST_P(transport_flood, unexpected_flood_three_senders_10000_x_1mib)
 {
-    ASSERT_TRUE(tx_size_set);
     weft::test::run_options opt;
     opt.timeout_s = 600;
+    opt.config = {{"TX_SIZE", tx_size_value}};
     const ::testing::AssertionResult result = run(4, flood, opt);
     ASSERT_TRUE(result);
 }
-#endif
 
 WEFT_TRANSPORT_SUITE(transport_flood);
 

@@ -1,6 +1,7 @@
 // Transport-level tests of error completions and receive control over the public
 // API: truncation, cancel, peek/claim/discard, and a peer that exits mid-run.
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <string>
@@ -485,6 +486,69 @@ TEST_P(transport_err, peer_exit_fails_posted_operations)
             } else {
                 WEFT_TCHECK_EQ(rr, -WEFT_EHOSTUNREACH);
             }
+        },
+        opt);
+    ASSERT_TRUE(result);
+}
+
+// Settings that peers must agree on differ (the initial credits: each side
+// assumes the other granted that many). Neither side may talk to the other:
+// a send fails with WEFT_EINVAL, and so does a receive directed at the peer,
+// whichever side connects first; the endpoint keeps working with itself.
+TEST_P(transport_err, mismatched_settings_between_ranks_are_refused_on_both_sides)
+{
+    if (GetParam() == "self") {
+        GTEST_SKIP() << "the self transport has no remote peer whose settings could differ";
+    }
+    weft::test::run_options opt;
+    opt.allow_log_errors = true;  // both sides say why, naming the setting
+    opt.rank_config = [](int rank) {
+        return std::vector<std::pair<std::string, std::string>>{
+            {"CREDIT_INITIAL", rank == 0 ? "64" : "32"}};
+    };
+    const ::testing::AssertionResult result = run(
+        2,
+        [](rank_ctx &c) {
+            std::vector<unsigned char> rbuf(64);
+            std::vector<unsigned char> sbuf(64, 0x5a);
+            const int other = 1 - c.rank;
+            c.post("trecv", [&] {
+                return weft_trecv(c.ep, rbuf.data(), rbuf.size(), nullptr, c.peer(other), 0xD00, 0,
+                                  op_ctx(1));
+            });
+            c.barrier();
+            // Rank 1 sends first, so rank 0 meets the other settings on a message
+            // before it connects itself; then rank 0 sends.
+            for (int turn = 0; turn < 2; ++turn) {
+                if (turn == c.rank) {
+                    const ssize_t rc = c.post_rc([&] {
+                        return weft_tsend(c.ep, sbuf.data(), sbuf.size(), nullptr, c.peer(other),
+                                          0xD00, op_ctx(2));
+                    });
+                    if (rc == 0) {
+                        WEFT_TCHECK_EQ(c.wait_err(op_ctx(2), 20000).err, WEFT_EINVAL);
+                    } else {
+                        WEFT_TCHECK_EQ(rc, -WEFT_EINVAL);
+                    }
+                }
+                c.barrier();
+            }
+            const weft_cq_err_entry r = c.wait_err(op_ctx(1), 20000);
+            WEFT_TCHECK_EQ(r.err, WEFT_EINVAL);
+            check_err_str(r);
+            WEFT_TCHECK(std::count(rbuf.begin(), rbuf.end(), 0x5a) == 0);
+            // The endpoint still works: a message to itself.
+            c.post("trecv self", [&] {
+                return weft_trecv(c.ep, rbuf.data(), rbuf.size(), nullptr, WEFT_ADDR_UNSPEC, 0xD01,
+                                  0, op_ctx(3));
+            });
+            c.post("tsend self", [&] {
+                return weft_tsend(c.ep, sbuf.data(), sbuf.size(), nullptr, c.peer(c.rank), 0xD01,
+                                  op_ctx(4));
+            });
+            c.wait_ok(op_ctx(4));
+            c.wait_ok(op_ctx(3));
+            WEFT_TCHECK(rbuf[63] == 0x5a);
         },
         opt);
     ASSERT_TRUE(result);

@@ -73,15 +73,14 @@ struct tx_view {
 }
 
 /// Fill the cell header (the payload was written before) and publish it.
-[[gnu::always_inline]] inline void fifo_publish(cell *c, std::uint32_t pos, unsigned am_id,
+[[gnu::always_inline]] inline void fifo_publish(cell *c, std::uint32_t pos, std::uint16_t am,
                                                 cell_kind kind, std::uint16_t src,
                                                 std::uint32_t length) noexcept
 {
     // Relaxed: these stores (and the payload) are ordered by the release below.
-    c->am_id.store(static_cast<std::uint8_t>(am_id), std::memory_order_relaxed);
-    c->kind.store(static_cast<std::uint8_t>(kind), std::memory_order_relaxed);
+    c->am.store(am, std::memory_order_relaxed);
     c->src.store(src, std::memory_order_relaxed);
-    c->length.store(length, std::memory_order_relaxed);
+    c->len_kind.store(cell_len_kind(length, kind), std::memory_order_relaxed);
     // Release: the consumer's acquire load of seq == pos + 1 sees the whole cell
     // (header, inline data and the bcopy slot).
     c->seq.store(pos + 1, std::memory_order_release);

@@ -91,14 +91,14 @@ std::string segment_name(std::uint32_t pid, std::uint32_t ep_id)
     return buf;
 }
 
-std::uint64_t address_cookie(const wire_address &a) noexcept
+bool address_cookie(const address &a, cookie_t &cookie) noexcept
 {
-    return address_u24(a, address_layout::shm_cookie);
-}
-
-void set_address_cookie(wire_address &a, std::uint64_t cookie) noexcept
-{
-    set_address_u24(a, address_layout::shm_cookie, static_cast<std::uint32_t>(cookie));
+    address_blob b;
+    if (!a.find(wire_id, b) || b.ep_len != sizeof(cookie_t)) {
+        return false;
+    }
+    std::memcpy(&cookie, b.ep, sizeof(cookie));
+    return cookie != 0;
 }
 
 status create_segment(const segment_params &p, mapping &out, segment_geometry &geo)
@@ -176,8 +176,8 @@ status create_segment(const segment_params &p, mapping &out, segment_geometry &g
     return status::ok;
 }
 
-status validate_header(const segment_header &h, std::size_t size, const wire_address &peer,
-                       segment_geometry &geo)
+status validate_header(const segment_header &h, std::size_t size, const endpoint_id &peer,
+                       cookie_t cookie, segment_geometry &geo)
 {
     const segment_info &i = h.info;
     // Acquire: pairs with the owner's release store of the magic.
@@ -205,7 +205,7 @@ status validate_header(const segment_header &h, std::size_t size, const wire_add
         return status::bad_message;
     }
     if (i.owner_pid != peer.pid || i.owner_ep_id != peer.ep_id || i.node_id != peer.node_id ||
-        i.cookie != address_cookie(peer)) {
+        i.cookie != cookie) {
         return status::bad_message;
     }
     geo.fifo_size = fifo_size;
@@ -215,7 +215,7 @@ status validate_header(const segment_header &h, std::size_t size, const wire_add
     return status::ok;
 }
 
-status map_segment(const wire_address &peer, mapping &out, segment_geometry &geo)
+status map_segment(const endpoint_id &peer, cookie_t cookie, mapping &out, segment_geometry &geo)
 {
     const std::string name = segment_name(peer.pid, peer.ep_id);
     const int fd = shm_open(name.c_str(), O_RDWR, 0);
@@ -246,7 +246,7 @@ status map_segment(const wire_address &peer, mapping &out, segment_geometry &geo
         return status::no_memory;
     }
     mapping m(base, size);
-    const status s = validate_header(*seg_header(base), size, peer, geo);
+    const status s = validate_header(*seg_header(base), size, peer, cookie, geo);
     if (s != status::ok) {
         // A mismatch is normal for an address that outlived its process (pid
         // reuse, cookie differs); anything else is a corrupt or foreign file.

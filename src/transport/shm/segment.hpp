@@ -6,7 +6,7 @@
 // Layout (offsets from the start of the mapping; docs/shm.md "Segment layout"):
 //
 //   [0, 384)              segment_header: info line, control line, producer (tail) line
-//   [slots_offset, ...)   nslots x sender_slot (128 B each)
+//   [slots_offset, ...)   nslots x sender_slot (384 B each)
 //   [cells_offset, ...)   fifo_size x cell (cell_size B each), page aligned
 //   [bcopy_offset, ...)   fifo_size x bcopy slot (bcopy_size B each), page aligned
 //
@@ -22,10 +22,9 @@
 #include <type_traits>
 
 #include "base/status.hpp"
-#include "transport/iface.hpp"
+#include "transport/address.hpp"
 
 namespace weft::transport::shm {
-
 
 #ifndef WEFT_SHM_CELL_SIZE
 /// Bytes of one FIFO cell. 64 measured best on the development machine (docs/shm.md);
@@ -37,7 +36,11 @@ inline constexpr std::size_t cell_size = WEFT_SHM_CELL_SIZE;
 static_assert(cell_size == 64 || cell_size == 128, "cell is one or two cache lines");
 
 inline constexpr std::uint64_t segment_magic = 0x314d485354464557ULL;  // "WEFTSHM1" little-endian
-inline constexpr std::uint32_t segment_version = 1;
+/// 1: 64-byte sender addresses, an 8-bit active-message id; 2: variable sender
+/// addresses (up to 256 bytes), a 16-bit active-message word.
+inline constexpr std::uint32_t segment_version = 2;
+/// The shm transport's wire id (its blob in addresses).
+inline constexpr std::uint8_t wire_id = 2;
 
 /// Limits accepted for the geometry of a segment (own config and peers' headers).
 inline constexpr std::uint32_t min_fifo_size = 2;
@@ -45,17 +48,18 @@ inline constexpr std::uint32_t max_fifo_size = 1U << 20;
 inline constexpr std::uint32_t min_bcopy_size = 256;
 inline constexpr std::uint32_t max_bcopy_size = 1U << 20;
 inline constexpr std::uint32_t max_nslots = 4096;  // src ids fit the 16-bit cell field
-/// The segment cookie travels in 24 bits of the per-endpoint word of the address
-/// (address_layout::shm_cookie in iface.hpp); cookies are drawn below this bound.
-inline constexpr std::uint64_t cookie_bound = 1U << 24;
+/// The segment cookie: 4 bytes, the per-endpoint part of the shm blob of an
+/// endpoint's address; random and nonzero per open, it tells a live segment from
+/// one of an earlier process with the same pid.
+using cookie_t = std::uint32_t;
 
 /// Written once by the owner before its address is published; read-only after.
 struct alignas(128) segment_info {
     std::atomic<std::uint64_t> magic;  ///< segment_magic, stored last (release)
     std::uint32_t version;             ///< segment_version
     std::uint32_t header_size;         ///< sizeof(segment_header)
-    std::uint64_t node_id;             ///< owner's wire_address::node_id
-    std::uint64_t cookie;              ///< random per open; also in the owner's address
+    std::uint64_t node_id;             ///< owner's address node id (address header)
+    std::uint64_t cookie;              ///< random per open (cookie_t); also in the owner's address
     std::uint32_t owner_pid;           ///< owner's pid (the name also carries it)
     std::uint32_t owner_ep_id;         ///< owner's endpoint number
     std::uint32_t fifo_size;           ///< cells in the FIFO, power of two
@@ -132,17 +136,28 @@ struct alignas(128) sender_slot {
     /// Times the owner freed this slot (written by the owner only). Claimers
     /// prefer slots never used, so a src id is reused as late as possible.
     std::atomic<std::uint32_t> uses;
-    std::uint8_t reserved_[44];  ///< zero
-    /// The sender's address (for remote_address()); written before its first send.
-    wire_address addr;
+    /// Bytes of `addr` (written by the sender before its first send; checked
+    /// by the owner before use: at most max_address_size).
+    std::uint32_t addr_len;
+    std::uint8_t reserved_[40];  ///< zero
+    /// The sender's endpoint address (for remote_address()), as address.hpp lays it out.
+    std::uint8_t addr[max_address_size];
 };
-static_assert(sizeof(sender_slot) == 128, "sender slot is a wire format");
+static_assert(sizeof(sender_slot) == 384, "sender slot is a wire format");
 
-/// cell::kind
+/// The kind of a cell (bits 24..31 of cell::len_kind).
 enum class cell_kind : std::uint8_t {
     inline_data = 1,  ///< header + payload in cell::data
     bcopy = 2,        ///< header + payload in the cell's bcopy slot
 };
+
+/// cell::len_kind: the length in bits 0..23 (a bcopy slot is at most 1 MiB), the kind above.
+inline constexpr std::uint32_t cell_len_max = (1u << 24) - 1;
+
+[[nodiscard]] constexpr std::uint32_t cell_len_kind(std::uint32_t len, cell_kind k) noexcept
+{
+    return (len & cell_len_max) | static_cast<std::uint32_t>(k) << 24;
+}
 
 /// One FIFO cell. All header fields are atomics so each is read exactly once
 /// (no re-read between bounds check and use of peer-written data).
@@ -150,11 +165,10 @@ struct alignas(cell_size) cell {
     /// Vyukov sequence: == pos when free for the sender reserving pos, pos + 1 when
     /// published, pos + fifo_size after the receiver consumed it (free for next lap).
     std::atomic<std::uint32_t> seq;
-    std::atomic<std::uint8_t> am_id;    ///< active-message id, < max_am_id
-    std::atomic<std::uint8_t> kind;     ///< cell_kind
-    std::atomic<std::uint16_t> src;     ///< sender slot index, < nslots
-    std::atomic<std::uint32_t> length;  ///< header + payload bytes
-    std::uint8_t data[cell_size - 12];  ///< inline header + payload
+    std::atomic<std::uint16_t> am;        ///< transport::am_word: id and proto flags
+    std::atomic<std::uint16_t> src;       ///< sender slot index, < nslots
+    std::atomic<std::uint32_t> len_kind;  ///< header + payload bytes | cell_kind << 24
+    std::uint8_t data[cell_size - 12];    ///< inline header + payload
 };
 static_assert(sizeof(cell) == cell_size, "cell is a wire format");
 static_assert(offsetof(cell, data) == 12);
@@ -239,16 +253,15 @@ class mapping {
 /// The /dev/shm name of an endpoint's segment: "/weft-shm-<pid>-<ep_id>".
 [[nodiscard]] std::string segment_name(std::uint32_t pid, std::uint32_t ep_id);
 
-/// The cookie an address carries in transport_specific (0 if none).
-[[nodiscard]] std::uint64_t address_cookie(const wire_address &a) noexcept;
-void set_address_cookie(wire_address &a, std::uint64_t cookie) noexcept;
+/// The segment cookie in an address's shm blob; false when it has none (or a malformed one).
+[[nodiscard]] bool address_cookie(const address &a, cookie_t &cookie) noexcept;
 
 /// What create_segment() needs.
 struct segment_params {
     std::uint64_t node_id;
     std::uint32_t pid;
     std::uint32_t ep_id;
-    std::uint64_t cookie;
+    cookie_t cookie;
     std::uint32_t fifo_size;
     std::uint32_t bcopy_size;
     std::uint32_t nslots;
@@ -259,13 +272,15 @@ struct segment_params {
 [[nodiscard]] status create_segment(const segment_params &p, mapping &out, segment_geometry &geo);
 
 /// Map a peer's segment and validate its header against the file size and the
-/// peer's address. no_entry when the segment does not exist, bad_message when it
-/// does not validate.
-[[nodiscard]] status map_segment(const wire_address &peer, mapping &out, segment_geometry &geo);
+/// peer's identity and cookie. no_entry when the segment does not exist,
+/// bad_message when it does not validate.
+[[nodiscard]] status map_segment(const endpoint_id &peer, cookie_t cookie, mapping &out,
+                                 segment_geometry &geo);
 
 /// Validate a mapped header (exposed for tests). `size` is the mapped size.
 [[nodiscard]] status validate_header(const segment_header &h, std::size_t size,
-                                     const wire_address &peer, segment_geometry &geo);
+                                     const endpoint_id &peer, cookie_t cookie,
+                                     segment_geometry &geo);
 
 /// Unlink /dev/shm/weft-shm-<pid>-<ep> segments whose pid no longer exists.
 /// Returns the number removed.

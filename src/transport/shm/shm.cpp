@@ -43,8 +43,9 @@ constexpr std::uint32_t idle_polls_per_tick = 1024;
 /// Every this many peer checks the slot table is rescanned even if reg_gen did
 /// not change (catches a sender that died between claiming a slot and bumping it).
 constexpr std::uint64_t full_rescan_every = 64;
-/// Largest protocol header of a bcopy send (proto's rendezvous header is 56).
-constexpr std::size_t max_hdr = 64;
+/// Largest protocol header of a bcopy send (proto's are at most 128 bytes,
+/// credit prefix included).
+constexpr std::size_t max_hdr = 128;
 /// Dropped-cell warnings: the first few, then one in this many (a broken peer
 /// must not flood the log).
 constexpr std::uint64_t drop_warn_first = 16;
@@ -54,21 +55,24 @@ constexpr std::uint64_t drop_warn_every = 1024;
 
 constexpr base::config_field config_fields[] = {
     base::make_field<&config::fifo_size>("FIFO_SIZE", base::config_type::size, "256",
-                                         "cells in each endpoint's receive FIFO (power of two, "
-                                         "2..1m)"),
+                                         "cells in each endpoint's receive FIFO (power of two)",
+                                         base::config_range{2, 1u << 20}),
     // 8 KiB + 64: an 8 KiB message and its header fit one slot, and slots are not
     // all page-aligned (docs/shm.md, "Why 8256").
     base::make_field<&config::bcopy_size>("BCOPY_SIZE", base::config_type::size, "8256",
                                           "bytes of each cell's bounce slot = largest bcopy "
-                                          "message (multiple of 64, 256..1m)"),
+                                          "message (multiple of 64)",
+                                          base::config_range{256, 1u << 20}),
     base::make_field<&config::peer_check_interval>(
         "PEER_CHECK_INTERVAL", base::config_type::time_us, "10ms",
         "least time between checks for dead peers (run only while idle or when a FIFO is full)"),
     base::make_field<&config::max_senders>("MAX_SENDERS", base::config_type::uint, "256",
                                            "sender slots per receive segment: local endpoints "
-                                           "that can send to one endpoint (1..4096)"),
+                                           "that can send to one endpoint",
+                                           base::config_range{1, 4096}),
     base::make_field<&config::rx_batch>("RX_BATCH", base::config_type::uint, "16",
-                                        "most messages delivered by one progress call (1..1024)"),
+                                        "most messages delivered by one progress call",
+                                        base::config_range{1, 1024}),
     base::make_field<&config::cleanup_stale>("CLEANUP_STALE", base::config_type::boolean, "y",
                                              "on open, unlink /dev/shm/weft-shm-* segments whose "
                                              "process no longer exists"),
@@ -147,14 +151,13 @@ std::atomic<bool> pidfd_unsupported{false};
     return p != nullptr && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-[[nodiscard]] std::uint64_t random_cookie(std::uint32_t pid, std::uint32_t ep_id) noexcept
+[[nodiscard]] cookie_t random_cookie(std::uint32_t pid, std::uint32_t ep_id) noexcept
 {
-    std::uint64_t c = 0;
+    cookie_t c = 0;
     if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(c))) {
         // No entropy yet (early boot): time and identity still make reuse unlikely.
-        c = now_us() ^ (std::uint64_t{pid} << 32) ^ (std::uint64_t{ep_id} << 16);
+        c = static_cast<cookie_t>(now_us() ^ pid ^ (std::uint64_t{ep_id} << 16));
     }
-    c %= cookie_bound;      // it must fit the address (24 bits)
     return c == 0 ? 1 : c;  // 0 means "no cookie"
 }
 
@@ -163,7 +166,7 @@ std::atomic<bool> pidfd_unsupported{false};
     return v != 0 && (v & (v - 1)) == 0;
 }
 
-void default_am(void *, src_id, unsigned, const void *, std::size_t) {}
+void default_am(void *, src_id, am_word, const void *, std::size_t) {}
 void default_peer_failed(void *, conn_id, src_id, status) {}
 
 // --------------------------------------------------------------- the transport
@@ -177,7 +180,7 @@ static_assert(sizeof(tx_conn) == 64);
 
 /// Send side, cold.
 struct conn_info {
-    wire_address peer;
+    address peer;
     mapping map;          ///< the peer's segment; empty for a connection to ourselves
     segment_header *hdr;  ///< the peer's header (in map, or our own)
     sender_slot *slot;    ///< our slot in the peer's table
@@ -212,29 +215,30 @@ struct rx_slot {
 class shm_iface final : public iface {
   public:
     shm_iface(const open_params &p, const config &cfg, mapping seg, const segment_geometry &geo,
-              std::uint64_t cookie);
+              cookie_t cookie);
     ~shm_iface() override;
 
-    [[nodiscard]] transport_kind kind() const noexcept override { return transport_kind::shm; }
     [[nodiscard]] const attributes &attr() const noexcept override { return attr_; }
-    [[nodiscard]] status pack_address(wire_address &addr) override;
-    [[nodiscard]] bool reachable(const wire_address &peer) const noexcept override;
-    [[nodiscard]] status connect(const wire_address &peer, conn_id &out) override;
-    [[nodiscard]] status remote_address(src_id src, wire_address &out) const override;
-    [[nodiscard]] status expose(const void *buf, std::size_t len, remote_buffer &out) override;
-    void unexpose(const remote_buffer &rb) noexcept override;
+    [[nodiscard]] status pack_address(address_builder &b) override;
+    void set_local_address(const address &a) noexcept override { my_addr_ = a; }
+    [[nodiscard]] bool reachable(const address &peer) const noexcept override;
+    [[nodiscard]] status connect(const address &peer, conn_id &out) override;
+    [[nodiscard]] status remote_address(src_id src, address &out) const override;
+    [[nodiscard]] status expose(conn_id conn, const void *buf, std::size_t len,
+                                exposure &out) override;
+    void unexpose(const exposure &e) noexcept override;
 
     [[nodiscard]] const struct stats &counters() const noexcept { return stats_; }
 
   private:
-    static status send_short(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+    static status send_short(iface *tl, conn_id conn, am_word am, const void *hdr,
                              std::size_t hdr_len, const void *payload, std::size_t len);
-    static status send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+    static status send_bcopy(iface *tl, conn_id conn, am_word am, const void *hdr,
                              std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
                              std::size_t offset, std::size_t len);
     static unsigned progress(iface *tl);
-    static status get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                            const remote_buffer &rb, std::size_t len, std::uint64_t cookie);
+    static status get(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                      std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
 
     [[gnu::always_inline]] inline unsigned drain(cell *c);
     [[gnu::always_inline]] inline void deliver(cell *c, std::uint32_t pos);
@@ -244,9 +248,9 @@ class shm_iface final : public iface {
     /// Publish that we are running (segment_control::active_us): only while a
     /// buffer of ours is exposed, i.e. a peer may be deciding how to read it.
     [[gnu::noinline]] void stamp_active() noexcept;
-    [[nodiscard]] bool sender_running(const wire_address &peer) const noexcept;
+    [[nodiscard]] bool sender_running(conn_id conn) const noexcept;
     [[gnu::cold, gnu::noinline]] status send_full(conn_id conn);
-    [[gnu::cold, gnu::noinline]] status bad_send(conn_id conn, unsigned am_id, std::size_t hdr_len,
+    [[gnu::cold, gnu::noinline]] status bad_send(conn_id conn, am_word am, std::size_t hdr_len,
                                                  std::size_t total) const;
 
     void check_peers(std::uint64_t now);
@@ -286,8 +290,8 @@ class shm_iface final : public iface {
     std::uint64_t node_id_;
     std::uint32_t pid_;
     std::uint32_t ep_id_;
-    std::uint64_t cookie_;
-    wire_address my_addr_{};
+    cookie_t cookie_;
+    address my_addr_;  ///< the endpoint's whole address (set_local_address)
 
     std::vector<tx_conn> txs_;
     std::vector<conn_info> conns_;
@@ -308,7 +312,7 @@ class shm_iface final : public iface {
 };
 
 shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
-                     const segment_geometry &geo, std::uint64_t cookie)
+                     const segment_geometry &geo, cookie_t cookie)
     : cells_(seg_cells(seg.base(), geo.layout)),
       bcopy_(seg_bcopy(seg.base(), geo.layout)),
       mask_(geo.fifo_size - 1),
@@ -328,26 +332,31 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
       rx_(geo.nslots),
       check_interval_us_(cfg.peer_check_interval)
 {
+    attr_.caps = cap::am;
     attr_.max_short = max_inline;
     attr_.max_bcopy = geo.bcopy_size;
     attr_.max_hdr = max_hdr;
+    // A cell through the L2/L3 and a copy at each side; the pipelined copy of a
+    // rendezvous moves some 5 GB/s on the development machine (docs/shm.md).
+    attr_.cost = {.overhead_ns = 40, .latency_ns = 150, .bandwidth_mbps = 5000};
     ops_.send_short = &send_short;
     ops_.send_bcopy = &send_bcopy;
     ops_.progress = &progress;
-    ops_.get_zcopy = &get_zcopy;
+    if (cfg.cma != base::config_ternary::no) {
+        // Cross-memory attach reads a buffer the peer exposed (rendezvous).
+        attr_.caps |= cap::get;
+        attr_.max_get = SIZE_MAX;
+        ops_.get = &get;
+    }
     cma_ = cfg.cma != base::config_ternary::no;
     cma_min_ = cfg.cma_min;
     cma_idle_us_ = cfg.cma_idle;
-    handlers_ = {&default_am, &default_peer_failed, nullptr, nullptr};
+    handlers_ = {&default_am, &default_peer_failed, nullptr, nullptr, nullptr};
 
-    // Our own address, until pack_address() gives us the endpoint's full one.
-    my_addr_.magic = wire_address_magic;
-    my_addr_.version = wire_address_version;
-    my_addr_.transports = 1U << static_cast<unsigned>(transport_kind::shm);
-    my_addr_.node_id = node_id_;
-    my_addr_.pid = pid_;
-    my_addr_.ep_id = ep_id_;
-    set_address_cookie(my_addr_, cookie_);
+    // Our own address, until set_local_address() gives us the endpoint's whole one.
+    address_builder b({node_id_, pid_, ep_id_});
+    (void)b.add(wire_id, nullptr, 0, &cookie_, sizeof(cookie_));
+    my_addr_ = b.get();
     last_check_us_ = now_us();
 }
 
@@ -381,13 +390,13 @@ shm_iface::~shm_iface()
 
 // --------------------------------------------------------------- data path
 
-status shm_iface::send_short(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+status shm_iface::send_short(iface *tl, conn_id conn, am_word am, const void *hdr,
                              std::size_t hdr_len, const void *payload, std::size_t len)
 {
     auto *s = static_cast<shm_iface *>(tl);
     const std::size_t total = hdr_len + len;
-    if (conn >= s->ntx_ || am_id >= max_am_id || total > max_inline) [[unlikely]] {
-        return s->bad_send(conn, am_id, hdr_len, total);
+    if (conn >= s->ntx_ || total > max_inline) [[unlikely]] {
+        return s->bad_send(conn, am, hdr_len, total);
     }
     const tx_conn &t = s->tx_[conn];
     if (t.dead) [[unlikely]] {
@@ -401,20 +410,18 @@ status shm_iface::send_short(iface *tl, conn_id conn, unsigned am_id, const void
     static_assert(max_inline <= 64, "copy_small copies at most 64 bytes");
     base::copy_small(c->data, hdr, hdr_len);
     base::copy_small(c->data + hdr_len, payload, len);
-    fifo_publish(c, pos, am_id, cell_kind::inline_data, t.v.slot,
-                 static_cast<std::uint32_t>(total));
+    fifo_publish(c, pos, am, cell_kind::inline_data, t.v.slot, static_cast<std::uint32_t>(total));
     return status::ok;
 }
 
-status shm_iface::send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+status shm_iface::send_bcopy(iface *tl, conn_id conn, am_word am, const void *hdr,
                              std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
                              std::size_t offset, std::size_t len)
 {
     auto *s = static_cast<shm_iface *>(tl);
     const std::size_t total = hdr_len + len;
-    if (conn >= s->ntx_ || am_id >= max_am_id || hdr_len > max_hdr || total > s->attr_.max_bcopy)
-        [[unlikely]] {
-        return s->bad_send(conn, am_id, hdr_len, total);
+    if (conn >= s->ntx_ || hdr_len > max_hdr || total > s->attr_.max_bcopy) [[unlikely]] {
+        return s->bad_send(conn, am, hdr_len, total);
     }
     const tx_conn &t = s->tx_[conn];
     if (t.dead) [[unlikely]] {
@@ -433,7 +440,7 @@ status shm_iface::send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void
         avail += iov[k].iov_len;
     }
     if (avail < len + skip) [[unlikely]] {
-        return s->bad_send(conn, am_id, hdr_len, SIZE_MAX);
+        return s->bad_send(conn, am, hdr_len, SIZE_MAX);
     }
     if (s->exposed_ != 0) {
         s->stamp_active();  // a long pipelined send is running, not idle
@@ -461,7 +468,7 @@ status shm_iface::send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void
         left -= n;
         skip = 0;
     }
-    fifo_publish(c, pos, am_id, cell_kind::bcopy, t.v.slot, static_cast<std::uint32_t>(total));
+    fifo_publish(c, pos, am, cell_kind::bcopy, t.v.slot, static_cast<std::uint32_t>(total));
     return status::ok;
 }
 
@@ -503,10 +510,11 @@ unsigned shm_iface::drain(cell *c)
 void shm_iface::deliver(cell *c, std::uint32_t pos)
 {
     // Each field read once (atomics); ordered after the acquire of seq.
-    const unsigned am = c->am_id.load(std::memory_order_relaxed);
-    const unsigned kind = c->kind.load(std::memory_order_relaxed);
+    const am_word am = c->am.load(std::memory_order_relaxed);
     const unsigned src = c->src.load(std::memory_order_relaxed);
-    const std::uint32_t len = c->length.load(std::memory_order_relaxed);
+    const std::uint32_t len_kind = c->len_kind.load(std::memory_order_relaxed);
+    const std::uint32_t len = len_kind & 0xffffffu;
+    const unsigned kind = len_kind >> 24;
     const void *data;
     if (kind == static_cast<unsigned>(cell_kind::inline_data) && len <= max_inline) [[likely]] {
         data = c->data;
@@ -516,7 +524,7 @@ void shm_iface::deliver(cell *c, std::uint32_t pos)
         drop_cell(pos, am, kind, src, len);
         return;
     }
-    if (am >= max_am_id || src >= nslots_) [[unlikely]] {
+    if (src >= nslots_) [[unlikely]] {
         drop_cell(pos, am, kind, src, len);
         return;
     }
@@ -532,18 +540,17 @@ void shm_iface::drop_cell(std::uint32_t pos, unsigned am, unsigned kind, unsigne
     if (n <= drop_warn_first || n % drop_warn_every == 0) {
         WEFT_LOG(shm, warn,
                  "%s: dropped malformed cell at position %" PRIu32
-                 " (am_id %u, kind %u, slot %u, length %" PRIu32 "; %" PRIu64 " dropped so far)",
+                 " (am 0x%x, kind %u, slot %u, length %" PRIu32 "; %" PRIu64 " dropped so far)",
                  name_.c_str(), pos, am, kind, src, len, n);
     }
 }
 
-status shm_iface::bad_send(conn_id conn, unsigned am_id, std::size_t hdr_len,
-                           std::size_t total) const
+status shm_iface::bad_send(conn_id conn, am_word am, std::size_t hdr_len, std::size_t total) const
 {
     WEFT_LOG(shm, error,
              "%s: invalid send (conn %" PRIu32 " of %" PRIu32
-             ", am_id %u, hdr %zu, total %zu, or short iovec)",
-             name_.c_str(), conn, ntx_, am_id, hdr_len, total);
+             ", am 0x%x, hdr %zu, total %zu, or short iovec)",
+             name_.c_str(), conn, ntx_, unsigned{am}, hdr_len, total);
     return status::invalid;
 }
 
@@ -792,15 +799,17 @@ unsigned shm_iface::report_failures()
         src_id src = invalid_id;
         for (std::uint32_t s = 0; s < nslots_; ++s) {
             const rx_slot &r = rx_[s];
+            address sa;
             if ((r.state == rx_state::dead || r.state == rx_state::closing) && !r.reported &&
-                r.pid == conns_[i].peer.pid && slots_[s].addr.ep_id == conns_[i].peer.ep_id) {
+                r.pid == conns_[i].peer.pid() && remote_address(s, sa) == status::ok &&
+                sa.ep_id() == conns_[i].peer.ep_id()) {
                 src = s;
                 rx_[s].reported = true;
                 break;
             }
         }
         WEFT_LOG(shm, debug, "%s: peer %" PRIu32 ":%" PRIu32 " unreachable (conn %zu, src %d)",
-                 name_.c_str(), conns_[i].peer.pid, conns_[i].peer.ep_id, i,
+                 name_.c_str(), conns_[i].peer.pid(), conns_[i].peer.ep_id(), i,
                  src == invalid_id ? -1 : static_cast<int>(src));
         handlers_.peer_failed(handlers_.arg, static_cast<conn_id>(i), src, status::unreachable);
         ++n;
@@ -821,42 +830,41 @@ unsigned shm_iface::report_failures()
 
 // --------------------------------------------------------------- control path
 
-status shm_iface::pack_address(wire_address &addr)
+status shm_iface::pack_address(address_builder &b)
 {
-    addr.transports |= static_cast<std::uint16_t>(1U << static_cast<unsigned>(transport_kind::shm));
-    set_address_cookie(addr, cookie_);
-    my_addr_ = addr;
-    return status::ok;
+    // Per endpoint: the segment cookie. Nothing per host: the header's node id
+    // is what says "same node".
+    return b.add(wire_id, nullptr, 0, &cookie_, sizeof(cookie_));
 }
 
-bool shm_iface::reachable(const wire_address &peer) const noexcept
+bool shm_iface::reachable(const address &peer) const noexcept
 {
-    return peer.magic == wire_address_magic && peer.version == wire_address_version &&
-           (peer.transports & (1U << static_cast<unsigned>(transport_kind::shm))) != 0 &&
-           peer.node_id == node_id_;
+    cookie_t cookie;
+    return peer.node_id() == node_id_ && address_cookie(peer, cookie);
 }
 
-status shm_iface::connect(const wire_address &peer, conn_id &out)
+status shm_iface::connect(const address &peer, conn_id &out)
 {
-    if (!reachable(peer)) {
+    cookie_t cookie = 0;
+    if (peer.node_id() != node_id_ || !address_cookie(peer, cookie)) {
         return status::unreachable;
     }
-    const std::uint64_t key = (std::uint64_t{peer.pid} << 32) | peer.ep_id;
-    const std::uint64_t cookie = address_cookie(peer);
+    const std::uint64_t key = (std::uint64_t{peer.pid()} << 32) | peer.ep_id();
     if (auto it = conn_by_peer_.find(key); it != conn_by_peer_.end()) {
         const conn_id id = it->second;
-        if (address_cookie(conns_[id].peer) == cookie) {
+        cookie_t known = 0;
+        if (address_cookie(conns_[id].peer, known) && known == cookie) {
             out = id;
             return txs_[id].dead ? status::unreachable : status::ok;
         }
         // Same pid and ep_id, other cookie: a new process reused the pid.
     }
 
-    const bool to_self = peer.pid == pid_ && peer.ep_id == ep_id_;
+    const bool to_self = peer.pid() == pid_ && peer.ep_id() == ep_id_;
     if (to_self && cookie != cookie_) {
         return status::unreachable;  // an address of an earlier incarnation of our pid
     }
-    const std::uint32_t pi = find_or_add_proc(peer.pid);
+    const std::uint32_t pi = find_or_add_proc(peer.pid());
     if (procs_[pi].dead) {
         return status::unreachable;
     }
@@ -867,7 +875,7 @@ status shm_iface::connect(const wire_address &peer, conn_id &out)
     if (to_self) {
         geo = geo_;  // sending to ourselves goes through our own FIFO
     } else {
-        const status s = map_segment(peer, m, geo);
+        const status s = map_segment(peer.id(), cookie, m, geo);
         if (s != status::ok) {
             return s == status::no_entry || s == status::bad_message ? status::unreachable : s;
         }
@@ -877,7 +885,7 @@ status shm_iface::connect(const wire_address &peer, conn_id &out)
         WEFT_LOG(shm, error,
                  "%s: peer %" PRIu32 ":%" PRIu32 " has WEFT_SHM_BCOPY_SIZE %" PRIu32
                  " < ours (%" PRIu32 "); use the same value in every process",
-                 name_.c_str(), peer.pid, peer.ep_id, geo.bcopy_size, bcopy_size_);
+                 name_.c_str(), peer.pid(), peer.ep_id(), geo.bcopy_size, bcopy_size_);
         return status::not_supported;
     }
     void *base = to_self ? seg_.base() : m.base();
@@ -907,13 +915,14 @@ status shm_iface::connect(const wire_address &peer, conn_id &out)
         WEFT_LOG(shm, error,
                  "%s: no free sender slot in the segment of %" PRIu32 ":%" PRIu32 " (%" PRIu32
                  " slots; raise WEFT_SHM_MAX_SENDERS)",
-                 name_.c_str(), peer.pid, peer.ep_id, geo.nslots);
+                 name_.c_str(), peer.pid(), peer.ep_id(), geo.nslots);
         return status::no_memory;
     }
     // Relaxed (and the plain address copy): ordered for the receiver by the
     // release increment below and by our first publish.
     mine->resv.store(0, std::memory_order_relaxed);
-    std::memcpy(&mine->addr, &my_addr_, sizeof(my_addr_));
+    mine->addr_len = static_cast<std::uint32_t>(my_addr_.size());
+    std::memcpy(mine->addr, my_addr_.data(), my_addr_.size());
     // Release: the receiver acquires reg_gen, then reads our slot state and pid.
     // The address is ordered for it by our first publish (release).
     h->ctl.reg_gen.fetch_add(1, std::memory_order_release);
@@ -937,26 +946,33 @@ status shm_iface::connect(const wire_address &peer, conn_id &out)
     return status::ok;
 }
 
-status shm_iface::expose(const void *buf, std::size_t len, remote_buffer &out)
+status shm_iface::expose(conn_id conn, const void *buf, std::size_t len, exposure &out)
 {
+    (void)buf;
     (void)len;
     if (!cma_) {
         return status::not_supported;
     }
-    // Exposed at every size: the receiver chooses (get_zcopy). From cma_min it
+    if (conn >= ntx_) {
+        WEFT_LOG(shm, error, "%s: expose on unknown connection %u", name_.c_str(), conn);
+        return status::invalid;
+    }
+    // Exposed at every size: the receiver chooses (its get). From cma_min it
     // reads with CMA; below, it asks for a pipelined copy through the queue
     // while we are running, which measured 1.8-2.9x faster than one CMA copy on
     // a 2-core node, and reads with CMA when we are not (descheduled, or
     // computing outside the library), so that it never waits for us.
+    // No key: the reader names the buffer by our pid and its address.
     ++exposed_;
     stamp_active();
-    out = {reinterpret_cast<std::uint64_t>(buf), 0};
+    out.handle = 0;
+    out.rkey_len = 0;
     return status::ok;
 }
 
-void shm_iface::unexpose(const remote_buffer &rb) noexcept
+void shm_iface::unexpose(const exposure &e) noexcept
 {
-    (void)rb;
+    (void)e;
     if (exposed_ != 0) {
         --exposed_;
     }
@@ -968,13 +984,9 @@ void shm_iface::stamp_active() noexcept
     hdr_->ctl.active_us.store(now_us(), std::memory_order_relaxed);
 }
 
-bool shm_iface::sender_running(const wire_address &peer) const noexcept
+bool shm_iface::sender_running(conn_id conn) const noexcept
 {
-    const auto it = conn_by_peer_.find(static_cast<std::uint64_t>(peer.pid) << 32 | peer.ep_id);
-    if (it == conn_by_peer_.end()) {
-        return true;  // not connected (the reply connects first): keep the copy path
-    }
-    const conn_info &ci = conns_[it->second];
+    const conn_info &ci = conns_[conn];
     if (ci.reported) {
         return true;  // failed: the copy path reports it as before
     }
@@ -984,24 +996,29 @@ bool shm_iface::sender_running(const wire_address &peer) const noexcept
     return last > now || now - last < cma_idle_us_;
 }
 
-status shm_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                            const remote_buffer &rb, std::size_t len, std::uint64_t cookie)
+status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                      std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie)
 {
     (void)cookie;  // cross-memory attach is done on return
+    (void)key;     // the peer's pid and the address name the memory
     auto *s = static_cast<shm_iface *>(tl);
     if (!s->cma_) {
         return status::not_supported;
     }
-    wire_address peer{};
-    if (s->remote_address(src, peer) != status::ok) {
+    if (conn >= s->ntx_) {
+        WEFT_LOG(shm, error, "%s: get on unknown connection %u", s->name_.c_str(), conn);
+        return status::invalid;
+    }
+    if (s->tx_[conn].dead) {
         return status::unreachable;
     }
-    if (len < s->cma_min_) {
+    const std::uint32_t peer_pid = s->conns_[conn].peer.pid();
+    const bool idle_read = len < s->cma_min_;
+    if (idle_read) {
         // Pipelined copy while the sender runs; one CMA copy when it does not.
-        if (s->cma_idle_us_ == 0 || s->sender_running(peer)) {
+        if (s->cma_idle_us_ == 0 || s->sender_running(conn)) {
             return status::not_supported;
         }
-        ++s->stats_.idle_sender_reads;
     }
     // One system call copies straight from the sender's buffer into ours: the
     // single copy. The kernel reads only the peer's own memory, so a bad address
@@ -1009,7 +1026,7 @@ status shm_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std:
     const iovec *local = iov;
     std::size_t nlocal = iovcnt;
     std::size_t skip = 0;  // bytes of local[0] already filled
-    std::uint64_t remote = rb.addr;
+    std::uint64_t remote = raddr;
     while (len > 0) {
         iovec lv[16];
         std::size_t n = 0;
@@ -1027,7 +1044,7 @@ status shm_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std:
             break;  // the local buffers are full (truncation): the caller reports it
         }
         const iovec rv{reinterpret_cast<void *>(remote), want};
-        const ssize_t got = process_vm_readv(static_cast<pid_t>(peer.pid), lv, n, &rv, 1, 0);
+        const ssize_t got = process_vm_readv(static_cast<pid_t>(peer_pid), lv, n, &rv, 1, 0);
         if (got <= 0) {
             const int err = got < 0 ? errno : EFAULT;
             if (err == EPERM || err == ENOSYS) {
@@ -1044,7 +1061,7 @@ status shm_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std:
                 }
                 return status::not_supported;
             }
-            WEFT_LOG(shm, debug, "process_vm_readv from pid %u failed: %s", peer.pid,
+            WEFT_LOG(shm, debug, "process_vm_readv from pid %u failed: %s", peer_pid,
                      std::strerror(err));
             return err == ESRCH ? status::unreachable : status::io_error;
         }
@@ -1064,10 +1081,13 @@ status shm_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std:
             }
         }
     }
+    if (idle_read) {
+        ++s->stats_.idle_sender_reads;  // counted once the read succeeded
+    }
     return status::ok;
 }
 
-status shm_iface::remote_address(src_id src, wire_address &out) const
+status shm_iface::remote_address(src_id src, address &out) const
 {
     if (src >= nslots_) {
         return status::no_entry;
@@ -1079,10 +1099,16 @@ status shm_iface::remote_address(src_id src, wire_address &out) const
     if (slot_state_kind(st) != slot_kind::active && slot_state_kind(st) != slot_kind::closed) {
         return status::no_entry;
     }
-    std::memcpy(&out, &slots_[src].addr, sizeof(out));
-    // Written by the peer: check it before anyone uses it.
-    if (out.magic != wire_address_magic || out.version != wire_address_version ||
-        out.pid != slot_state_pid(st) || out.node_id != node_id_) {
+    // Written by the peer: copy it out first (it could change under us), then
+    // check it before anyone uses it.
+    const std::uint32_t len = slots_[src].addr_len;
+    if (len > max_address_size) {
+        return status::no_entry;
+    }
+    std::uint8_t copy[max_address_size];
+    std::memcpy(copy, slots_[src].addr, len);
+    if (address::parse(copy, len, out) != status::ok || out.pid() != slot_state_pid(st) ||
+        out.node_id() != node_id_) {
         return status::no_entry;
     }
     return status::ok;
@@ -1149,5 +1175,77 @@ const stats *get_stats(const iface &tl) noexcept
     const auto *s = dynamic_cast<const shm_iface *>(&tl);
     return s == nullptr ? nullptr : &s->counters();
 }
+
+// --------------------------------------------------------------- the component
+
+namespace {
+
+/// No registration: peers on the node reach registered memory through proto/'s
+/// active messages (they could also read it with cross-memory attach, but a
+/// key here could not be checked against the owner's deregistration).
+class shm_md final : public memory_domain {
+  public:
+    [[nodiscard]] std::size_t rkey_size() const noexcept override { return 0; }
+    [[nodiscard]] status reg(void *buf, std::size_t len, unsigned acc,
+                             std::uint64_t &handle) override
+    {
+        (void)buf;
+        (void)len;
+        (void)acc;
+        handle = 0;
+        return status::ok;
+    }
+    void dereg(std::uint64_t handle) noexcept override { (void)handle; }
+    [[nodiscard]] status pack_rkey(std::uint64_t handle, std::uint8_t *out) const override
+    {
+        (void)handle;
+        (void)out;
+        return status::ok;
+    }
+};
+
+std::vector<resource> query(const base::config_store &cfg, std::string &why)
+{
+    (void)cfg;
+    if (::access("/dev/shm", W_OK) != 0) {
+        why = std::string("/dev/shm is not writable: ") + std::strerror(errno);
+        return {};
+    }
+    char host[64] = {};
+    (void)gethostname(host, sizeof(host) - 1);
+    return {{host, "processes on this node, through /dev/shm"}};
+}
+
+base::result<std::unique_ptr<memory_domain>> open_md(const base::config_store &cfg,
+                                                     const resource &res)
+{
+    (void)cfg;
+    (void)res;
+    return std::unique_ptr<memory_domain>(std::make_unique<shm_md>());
+}
+
+base::result<std::unique_ptr<iface>> open_component(const open_params &p, const resource &res,
+                                                    memory_domain &md,
+                                                    const base::config_store &cfg)
+{
+    (void)res;
+    (void)md;
+    config c{};
+    cfg.load(shm_config_table, &c);
+    return shm::open(p, c);
+}
+
+}  // namespace
+
+const component transport{
+    .name = "shm",
+    .wire_id = wire_id,
+    .description = "shared memory between the processes of one node",
+    .config = &shm_config_table,
+    .log = &log_shm,
+    .query = &query,
+    .open_md = &open_md,
+    .open = &open_component,
+};
 
 }  // namespace weft::transport::shm

@@ -10,7 +10,7 @@
 #include "base/config.hpp"
 #include "base/log.hpp"
 #include "base/status.hpp"
-#include "transport/iface.hpp"
+#include "transport/component.hpp"
 
 namespace weft::transport::shm {
 
@@ -31,8 +31,11 @@ struct config {
                                ///< CMA_MIN (0: never)
 };
 
-/// The "SHM" table; registered by the core, loaded with base::config_load().
+/// The "SHM" table (WEFT_SHM_*).
 [[nodiscard]] const base::config_table &config_table();
+
+/// The registry's entry.
+extern const component transport;
 
 /// Open the transport for one endpoint: creates its receive segment
 /// (/dev/shm/weft-shm-<pid>-<ep_id>), after removing stale segments of dead
@@ -41,7 +44,7 @@ struct config {
 
 /// Counters of rare events (tests, diagnostics). Never counted per message.
 struct stats {
-    std::uint64_t dropped_cells;      ///< malformed cells dropped (bad am id, length, slot, kind)
+    std::uint64_t dropped_cells;      ///< malformed cells dropped (bad length, slot or kind)
     std::uint64_t dead_reservations;  ///< cells reserved by a dead sender and skipped
     std::uint64_t peer_checks;        ///< liveness checks run
     std::uint64_t tx_full;            ///< sends that found the peer's FIFO full

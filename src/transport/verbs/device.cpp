@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <map>
 #include <mutex>
 
@@ -23,43 +24,56 @@ constexpr base::config_field config_fields[] = {
         "GID table index for RoCE; auto = the first RoCE v2 IPv4-mapped GID, else RoCE v2, else 0"),
     base::make_field<&config::inline_size>(
         "INLINE_SIZE", base::config_type::size, "256",
-        "largest send (protocol header + payload) copied into the work request (inline)"),
+        "largest send (protocol header + payload) copied into the work request (inline)",
+        base::config_range{0, 4096}),
     base::make_field<&config::seg_size>(
         "SEG_SIZE", base::config_type::size, "8k",
-        "bytes of each receive buffer and bounce buffer: the largest single-message send"),
+        "bytes of each receive buffer and bounce buffer: the largest single-message send",
+        base::config_range{256, 1ull << 30}),
     base::make_field<&config::rx_queue>("RX_QUEUE", base::config_type::uint, "1024",
-                                        "receive buffers posted to the shared receive queue"),
+                                        "receive buffers posted to the shared receive queue",
+                                        base::config_range{16, 1u << 20}),
     base::make_field<&config::rx_queue_max>(
         "RX_QUEUE_MAX", base::config_type::uint, "16384",
-        "most receive buffers: the queue grows by the initial credits of each new peer"),
+        "most receive buffers: the queue grows by the initial credits of each new peer",
+        base::config_range{16, 1u << 24}),
     base::make_field<&config::tx_queue>("TX_QUEUE", base::config_type::uint, "256",
-                                        "send work requests per queue pair"),
+                                        "send work requests per queue pair",
+                                        base::config_range{4, 16384}),
     base::make_field<&config::tx_max>(
         "TX_MAX", base::config_type::uint, "4096",
-        "outstanding send work requests per endpoint (bounds the completion queue)"),
+        "outstanding send work requests per endpoint (bounds the completion queue)",
+        base::config_range{16, 1u << 20}),
     base::make_field<&config::tx_bufs>("TX_BUFS", base::config_type::uint, "256",
-                                       "registered bounce buffers per endpoint"),
+                                       "registered bounce buffers per endpoint",
+                                       base::config_range{4, 65536}),
     base::make_field<&config::signal_interval>(
         "SIGNAL_INTERVAL", base::config_type::uint, "32",
-        "request a send completion at least every this many sends on a queue pair"),
+        "request a send completion at least every this many sends on a queue pair",
+        base::config_range{1, 8192}),
     base::make_field<&config::rx_batch>("RX_BATCH", base::config_type::uint, "16",
-                                        "completions handled per poll of the completion queue"),
+                                        "completions handled per poll of the completion queue",
+                                        base::config_range{1, 64}),
     base::make_field<&config::timeout>(
         "TIMEOUT", base::config_type::uint, "14",
-        "RC ack timeout exponent: 4.096 us * 2^n before a packet is sent again (1..31)"),
+        "RC ack timeout exponent: 4.096 us * 2^n before a packet is sent again",
+        base::config_range{1, 31}),
     // 6, not 7: Soft-RoCE (rdma_rxe) retries forever with 7, as if it were rnr_retry.
     base::make_field<&config::retry_count>(
         "RETRY_COUNT", base::config_type::uint, "6",
-        "RC retransmissions before a peer counts as dead (0..7; rxe never gives up at 7)"),
+        "RC retransmissions before a peer counts as dead (rxe never gives up at 7)",
+        base::config_range{0, 7}),
     base::make_field<&config::rnr_retry>(
         "RNR_RETRY", base::config_type::uint, "7",
-        "retries when the peer has no receive buffer posted (0..7; 7 = without limit)"),
+        "retries when the peer has no receive buffer posted (7 = without limit)",
+        base::config_range{0, 7}),
     base::make_field<&config::min_rnr_timer>(
         "MIN_RNR_TIMER", base::config_type::uint, "12",
-        "receiver-not-ready NAK timer code (IB spec table; 12 = 0.64 ms)"),
+        "receiver-not-ready NAK timer code (IB spec table; 12 = 0.64 ms)",
+        base::config_range{0, 31}),
     base::make_field<&config::max_rd_atomic>(
         "MAX_RD_ATOMIC", base::config_type::uint, "16",
-        "RDMA reads in flight per queue pair (capped by the device)"),
+        "RDMA reads in flight per queue pair (capped by the device)", base::config_range{1, 255}),
     base::make_field<&config::mtu>("MTU", base::config_type::choice, "auto",
                                    "path MTU; auto = the smaller of both ports' active MTU",
                                    "auto|256|512|1024|2048|4096"),
@@ -74,7 +88,8 @@ constexpr base::config_field config_fields[] = {
         "send a probe on a connection idle for this long, so a dead peer is noticed; 0 = off"),
     base::make_field<&config::read_chunk>(
         "READ_CHUNK", base::config_type::size, "1m",
-        "most bytes of one RDMA read request (also capped by the port's max message size)"),
+        "most bytes of one RDMA read request (also capped by the port's max message size)",
+        base::config_range{4096, 1ull << 30}),
     base::make_field<&config::rcache>(
         "RCACHE", base::config_type::boolean, "y",
         "cache memory registrations (invalidated when the memory is unmapped)"),
@@ -87,9 +102,6 @@ constexpr base::config_field config_fields[] = {
         "FORK_INIT", base::config_type::ternary, "auto",
         "call ibv_fork_init; auto = only when the kernel does not copy registered pages on fork"),
 };
-
-constexpr base::config_table table = base::make_table(
-    "VERBS", "verbs transport: RC queue pairs on libibverbs (docs/verbs.md)", config_fields);
 
 struct discovery {
     std::vector<port_info> ports;
@@ -143,8 +155,6 @@ const discovery &discover()
 {
     static const discovery d = [] {
         discovery r;
-        const config &cfg = global_config();
-        fork_setup(cfg);
         int n = 0;
         ibv_device **list = ibv_get_device_list(&n);
         if (list == nullptr || n == 0) {
@@ -178,14 +188,6 @@ const discovery &discover()
                          pa.link_layer != IBV_LINK_LAYER_UNSPECIFIED)) {
                         continue;
                     }
-                    if (!cfg.device.empty()) {
-                        std::string want_dev;
-                        unsigned want_port = 0;
-                        if (!parse_port_name(cfg.device, want_dev, want_port) || want_dev != dev ||
-                            want_port != p) {
-                            continue;
-                        }
-                    }
                     r.ports.push_back({name, dev, static_cast<std::uint8_t>(p),
                                        pa.link_layer == IBV_LINK_LAYER_ETHERNET});
                 }
@@ -194,9 +196,7 @@ const discovery &discover()
         }
         ibv_free_device_list(list);
         if (r.ports.empty()) {
-            r.why = cfg.device.empty() ? "no active RDMA port (ports: " + seen + ")"
-                                       : "WEFT_VERBS_DEVICE=" + cfg.device +
-                                             " names no active port (ports: " + seen + ")";
+            r.why = "no active RDMA port (ports: " + seen + ")";
         }
         return r;
     }();
@@ -242,50 +242,90 @@ int choose_gid(ibv_context *ctx, std::uint8_t port, const ibv_port_attr &pa, con
 std::mutex registry_mutex;
 std::map<std::string, std::weak_ptr<device>> registry;
 
-class mr_impl final : public memory_region {
+/// Registrations of weft_mr_reg in a port's protection domain.
+class verbs_md final : public memory_domain {
   public:
-    mr_impl(std::shared_ptr<device> dev, ibv_mr *mr) : dev_(std::move(dev)), mr_(mr) {}
-    ~mr_impl() override { (void)ibv_dereg_mr(mr_); }
-    [[nodiscard]] std::uint32_t lkey() const noexcept override { return mr_->lkey; }
-    [[nodiscard]] std::uint32_t rkey() const noexcept override { return mr_->rkey; }
+    explicit verbs_md(std::shared_ptr<device> dev) : dev_(std::move(dev)) {}
+
+    [[nodiscard]] std::size_t rkey_size() const noexcept override { return 4; }
+
+    [[nodiscard]] base::status reg(void *buf, std::size_t len, unsigned acc,
+                                   std::uint64_t &handle) override
+    {
+        int flags = IBV_ACCESS_LOCAL_WRITE;
+        if ((acc & access::remote_read) != 0) {
+            flags |= IBV_ACCESS_REMOTE_READ;
+        }
+        if ((acc & access::remote_write) != 0) {
+            flags |= IBV_ACCESS_REMOTE_WRITE;
+        }
+        if ((acc & access::remote_atomic) != 0) {
+            flags |= IBV_ACCESS_REMOTE_ATOMIC;
+        }
+        ibv_mr *mr = ibv_reg_mr(dev_->pd(), buf, len, flags);
+        if (mr == nullptr && errno == EFAULT && (acc & ~access::remote_read) == access::local) {
+            // Read-only memory (a constant to be read by peers): no local write.
+            mr = ibv_reg_mr(dev_->pd(), buf, len, flags & ~IBV_ACCESS_LOCAL_WRITE);
+        }
+        if (mr == nullptr) {
+            const int err = errno;
+            WEFT_LOG(verbs, error, "ibv_reg_mr(%p, %zu) on %s failed: %s", buf, len,
+                     dev_->name().c_str(), std::strerror(err));
+            return err == ENOMEM ? base::status::no_memory : base::status::access;
+        }
+        handle = reinterpret_cast<std::uint64_t>(mr);
+        return base::status::ok;
+    }
+
+    void dereg(std::uint64_t handle) noexcept override
+    {
+        if (const int rc = ibv_dereg_mr(reinterpret_cast<ibv_mr *>(handle)); rc != 0) {
+            WEFT_LOG(verbs, warn, "ibv_dereg_mr failed: %s", std::strerror(rc));
+        }
+    }
+
+    [[nodiscard]] base::status pack_rkey(std::uint64_t handle, std::uint8_t *out) const override
+    {
+        const std::uint32_t rkey = reinterpret_cast<ibv_mr *>(handle)->rkey;
+        std::memcpy(out, &rkey, sizeof(rkey));
+        return base::status::ok;
+    }
+
+    [[nodiscard]] const std::shared_ptr<device> &dev() const noexcept { return dev_; }
 
   private:
-    std::shared_ptr<device> dev_;  // the PD outlives the registration
-    ibv_mr *mr_;
+    std::shared_ptr<device> dev_;  // the PD outlives the registrations
 };
 
 }  // namespace
 
+// Constant-initialised (make_table is constexpr), so the registry's component
+// that points at it is complete before any dynamic initialiser runs.
+constinit const base::config_table config_table_v = base::make_table(
+    "VERBS", "verbs transport: RC queue pairs on libibverbs (docs/verbs.md)", config_fields);
+
 const base::config_table &config_table()
 {
-    return table;
+    return config_table_v;
 }
 
-const config &global_config()
+bool port_matches(const port_info &p, const std::string &spec)
 {
-    static const config cfg = [] {
-        config c{};
-        if (base::config_load(table, &c) != base::status::ok) {
-            c = config{};
-            for (std::size_t i = 0; i < table.nfields; ++i) {
-                const auto &f = table.fields[i];
-                (void)base::config_parse_value(f, f.default_value, base::config_member(f, &c),
-                                               nullptr);
-            }
-        }
-        return c;
-    }();
-    return cfg;
+    if (spec.empty()) {
+        return true;
+    }
+    std::string dev;
+    unsigned port = 0;
+    return parse_port_name(spec, dev, port) && dev == p.device && port == p.port;
 }
 
-const std::vector<port_info> &active_ports()
+const std::vector<port_info> &all_active_ports(std::string *why)
 {
-    return discover().ports;
-}
-
-const std::string &unavailable_reason()
-{
-    return discover().why;
+    const discovery &d = discover();
+    if (why != nullptr) {
+        *why = d.why;
+    }
+    return d.ports;
 }
 
 // ------------------------------------------------------------------ registrar
@@ -323,7 +363,7 @@ void pd_registrar::dereg(base::reg_handle &h) noexcept
 // ------------------------------------------------------------------ device
 
 device::device(ibv_context *ctx, ibv_pd *pd, const port_info &p) noexcept
-    : ctx_(ctx), pd_(pd), port_(p.port), name_(p.name), registrar_(pd)
+    : ctx_(ctx), pd_(pd), owner_(getpid()), port_(p.port), name_(p.name), registrar_(pd)
 {
 }
 
@@ -362,9 +402,11 @@ base::status device::init(const config &cfg)
     return base::status::ok;
 }
 
-base::result<std::shared_ptr<device>> device::get(const std::string &name)
+base::result<std::shared_ptr<device>> device::get(const std::string &name, const config &cfg)
 {
-    const auto &ports = active_ports();
+    static std::once_flag fork_once;
+    std::call_once(fork_once, [&] { fork_setup(cfg); });  // before any registration
+    const auto &ports = all_active_ports();
     if (ports.empty()) {
         return base::status::no_device;
     }
@@ -384,7 +426,9 @@ base::result<std::shared_ptr<device>> device::get(const std::string &name)
     }
     std::lock_guard g(registry_mutex);
     if (auto it = registry.find(p->name); it != registry.end()) {
-        if (auto sp = it->second.lock()) {
+        // Shared by every endpoint of this process; a fork child's copy of the
+        // parent's is left alone (its context belongs to the parent).
+        if (auto sp = it->second.lock(); sp != nullptr && sp->owner() == getpid()) {
             return sp;
         }
     }
@@ -417,40 +461,26 @@ base::result<std::shared_ptr<device>> device::get(const std::string &name)
         (void)ibv_close_device(ctx);
         return base::status::no_memory;
     }
-    if (const base::status st = d->init(global_config()); st != base::status::ok) {
+    if (const base::status st = d->init(cfg); st != base::status::ok) {
         return st;
     }
     registry[p->name] = d;
     return d;
 }
 
-base::result<std::unique_ptr<memory_region>> register_memory(const std::string &domain,
-                                                             const void *buf, std::size_t len,
-                                                             bool remote_write)
+base::result<std::unique_ptr<memory_domain>> open_memory_domain(const std::string &name,
+                                                                const config &cfg)
 {
-    auto dev = device::get(domain);
+    auto dev = device::get(name, cfg);
     if (!dev.ok()) {
         return dev.error();
     }
-    int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
-    if (remote_write) {
-        access |= IBV_ACCESS_REMOTE_WRITE;
-    }
-    ibv_mr *mr = ibv_reg_mr(dev.value()->pd(), const_cast<void *>(buf), len, access);
-    if (mr == nullptr && !remote_write && errno == EFAULT) {
-        mr = ibv_reg_mr(dev.value()->pd(), const_cast<void *>(buf), len, IBV_ACCESS_REMOTE_READ);
-    }
-    if (mr == nullptr) {
-        WEFT_LOG(verbs, error, "weft_mr_reg: ibv_reg_mr(%p, %zu) on %s failed: %s", buf, len,
-                 dev.value()->name().c_str(), std::strerror(errno));
-        return errno == ENOMEM ? base::status::no_memory : base::status::access;
-    }
-    std::unique_ptr<memory_region> r(new (std::nothrow) mr_impl(dev.value(), mr));
-    if (r == nullptr) {
-        (void)ibv_dereg_mr(mr);
-        return base::status::no_memory;
-    }
-    return r;
+    return std::unique_ptr<memory_domain>(new (std::nothrow) verbs_md(std::move(dev.value())));
+}
+
+std::shared_ptr<device> device_of(memory_domain &md) noexcept
+{
+    return static_cast<verbs_md &>(md).dev();
 }
 
 const char *wc_status_text(ibv_wc_status s) noexcept

@@ -10,12 +10,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <sys/types.h>
 
 #include "base/rcache.hpp"
 #include "base/status.hpp"
 #include "transport/verbs/verbs.hpp"
 
 namespace weft::transport::verbs {
+
+/// The "VERBS" configuration table (config_table() returns it).
+extern const base::config_table config_table_v;
 
 /// Registers with ibv_reg_mr in one PD (the rcache's registrar).
 class pd_registrar final : public base::registrar {
@@ -30,9 +34,11 @@ class pd_registrar final : public base::registrar {
 
 class device {
   public:
-    /// The shared object of port `name` ("" = the configured or first active port),
-    /// opened on first use.
-    [[nodiscard]] static base::result<std::shared_ptr<device>> get(const std::string &name);
+    /// The shared object of port `name` ("" = the first active port), opened on
+    /// first use with configuration `cfg` (its GID index and registration
+    /// cache settings; later users share the port as the first opened it).
+    [[nodiscard]] static base::result<std::shared_ptr<device>> get(const std::string &name,
+                                                                   const config &cfg);
 
     device(const device &) = delete;
     device &operator=(const device &) = delete;
@@ -52,6 +58,9 @@ class device {
     [[nodiscard]] const std::string &name() const noexcept { return name_; }
     [[nodiscard]] base::rcache &rcache() noexcept { return *rcache_; }
     [[nodiscard]] pd_registrar &registrar() noexcept { return registrar_; }
+    /// The process that opened it: a child of fork() opens its own (a verbs
+    /// context is not usable across fork).
+    [[nodiscard]] pid_t owner() const noexcept { return owner_; }
 
   private:
     device(ibv_context *ctx, ibv_pd *pd, const port_info &p) noexcept;
@@ -59,6 +68,7 @@ class device {
 
     ibv_context *ctx_;
     ibv_pd *pd_;
+    pid_t owner_;
     std::uint8_t port_;
     std::string name_;
     ibv_port_attr port_attr_{};
@@ -68,6 +78,18 @@ class device {
     pd_registrar registrar_;
     std::unique_ptr<base::rcache> rcache_;
 };
+
+/// Whether port `p` is what a WEFT_VERBS_DEVICE value names ("dev" or "dev:port";
+/// "" names every port).
+[[nodiscard]] bool port_matches(const port_info &p, const std::string &spec);
+
+/// The memory domain of a port: registrations in its protection domain (what
+/// weft_mr_reg makes on a verbs domain); a key is the 32-bit rkey.
+[[nodiscard]] base::result<std::unique_ptr<memory_domain>> open_memory_domain(
+    const std::string &name, const config &cfg);
+
+/// The device of a memory domain opened by open_memory_domain().
+[[nodiscard]] std::shared_ptr<device> device_of(memory_domain &md) noexcept;
 
 /// Text of an ibv_wc_status for error messages.
 [[nodiscard]] const char *wc_status_text(ibv_wc_status s) noexcept;

@@ -131,8 +131,9 @@ constexpr unsigned wr_kind_shift = 62;
 constexpr std::size_t max_sges = 4;          // iovec limit of the layer above
 constexpr std::uint32_t ud_recv_count = 64;  // handshake receive slots
 constexpr std::uint32_t ud_send_count = 16;  // handshake send slots
-constexpr std::size_t ud_slot = 256;         // >= grh_bytes + sizeof(cm_msg)
-static_assert(grh_bytes + sizeof(cm_msg) <= ud_slot);
+constexpr std::size_t ud_slot = 512;         // >= grh_bytes + sizeof(cm_msg) + an address
+static_assert(grh_bytes + sizeof(cm_msg) + max_address_size <= ud_slot);
+constexpr std::uint32_t amo_slots = 256;       // atomics in flight per endpoint
 constexpr unsigned idle_polls_per_tick = 256;  // progress calls between timer checks
 
 // ------------------------------------------------------------------ per-connection state
@@ -144,34 +145,45 @@ enum class conn_state : std::uint8_t {
     failed,      ///< error, timeout, or closed by the peer: nothing more goes out
 };
 
-enum class rec_kind : std::uint8_t { plain, bounce, read };
+enum class rec_kind : std::uint8_t { plain, bounce, rdma };
 
 /// What a posted RC work request holds until it completes.
 struct tx_rec {
     rec_kind kind;
-    bool last;            ///< read: the op's last piece
-    std::uint32_t index;  ///< bounce: buffer index; read: op index
+    bool last;            ///< rdma: the op's last piece
+    std::uint32_t index;  ///< bounce: buffer index; rdma: op index
 };
 
-/// An RDMA read requested by the layer above (get_zcopy), possibly in pieces.
-struct read_op {
+/// What a one-sided operation of the layer above does.
+enum class rdma_kind : std::uint8_t { read, write, atomic };
+
+/// A get, put or atomic requested by the layer above, possibly in pieces (a
+/// read or write longer than READ_CHUNK).
+struct rdma_op {
+    rdma_kind kind = rdma_kind::read;
     std::uint64_t cookie = 0;
     std::uint32_t conn = 0;
     std::uint32_t nregions = 0;
     std::array<base::rcache::region *, max_sges> regions{};
     std::array<iovec, max_sges> iov{};
     std::uint32_t iovcnt = 0;
-    remote_buffer rb{};
+    std::uint64_t raddr = 0;
+    std::uint32_t rkey = 0;
     std::size_t len = 0;
-    std::size_t posted = 0;         ///< bytes whose read requests are posted
+    std::size_t posted = 0;         ///< bytes whose requests are posted
     std::uint32_t outstanding = 0;  ///< posted requests not yet retired
+    // Atomics: the request, and where the old value lands (a registered slot).
+    atomic_args amo{};
+    std::uint32_t amo_slot = 0;
     bool failed = false;
-    bool reported = false;  ///< get_done sent (or due)
+    bool reported = false;  ///< op_done sent (or due)
     bool in_use = false;
 };
 
 struct conn {
-    wire_address peer{};
+    address peer;           ///< the peer's whole address
+    port_blob peer_port{};  ///< its port (route) as the address gives it
+    std::uint32_t peer_ud_qpn = 0;
     qp_ptr qp;
     ah_ptr ah;  ///< route to the peer's UD queue pair (handshake)
     conn_state state = conn_state::requesting;
@@ -193,7 +205,7 @@ struct conn {
     std::uint32_t sq_head = 0;  ///< sequence number of the next request
     std::uint32_t sq_tail = 0;  ///< oldest request not yet retired
     std::uint32_t unsignaled = 0;
-    std::vector<std::uint32_t> pending_reads;  ///< read ops with pieces not yet posted
+    std::vector<std::uint32_t> pending_ops;  ///< rdma ops with pieces not yet posted
 };
 
 /// Identity of a remote endpoint: host, process, endpoint and handshake queue pair.
@@ -210,10 +222,28 @@ struct peer_key_hash {
                                           (std::uint64_t{k.ud_qpn} << 40));
     }
 };
-[[nodiscard]] peer_key key_of(const wire_address &a) noexcept
+/// The verbs blob of an address that this port can use: its port part and UD
+/// QPN. false when the address has none (or only malformed ones).
+[[nodiscard]] bool verbs_blob(const address &a, bool ethernet, port_blob &port,
+                              std::uint32_t &ud_qpn) noexcept
 {
-    return {a.node_id, (std::uint64_t{a.pid} << 32) | a.ep_id,
-            address_u24(a, address_layout::verbs_ud_qpn)};
+    address_blob b;
+    for (unsigned nth = 0; a.find(wire_id, b, nth); ++nth) {
+        if (b.node_len != sizeof(port_blob) || b.ep_len != ep_blob_size) {
+            continue;
+        }
+        std::memcpy(&port, b.node, sizeof(port));
+        ud_qpn = load_le24(b.ep);
+        if (port.link == (ethernet ? 2 : 1) && ud_qpn != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+[[nodiscard]] peer_key key_of(const endpoint_id &id, std::uint32_t ud_qpn) noexcept
+{
+    return {id.node_id, (std::uint64_t{id.pid} << 32) | id.ep_id, ud_qpn};
 }
 [[nodiscard]] bool key_less(const peer_key &a, const peer_key &b) noexcept
 {
@@ -302,9 +332,9 @@ class qpn_map {
     }
 }
 
-void default_am(void *, src_id, unsigned, const void *, std::size_t) {}
+void default_am(void *, src_id, am_word, const void *, std::size_t) {}
 void default_peer_failed(void *, conn_id, src_id, status) {}
-void default_get_done(void *, std::uint64_t, status) {}
+void default_op_done(void *, std::uint64_t, status) {}
 
 // ------------------------------------------------------------------ the transport
 
@@ -315,28 +345,39 @@ class verbs_iface final : public iface {
 
     [[nodiscard]] status init();
 
-    [[nodiscard]] transport_kind kind() const noexcept override { return transport_kind::verbs; }
     [[nodiscard]] const attributes &attr() const noexcept override { return attr_; }
-    [[nodiscard]] status pack_address(wire_address &addr) override;
-    [[nodiscard]] bool reachable(const wire_address &peer) const noexcept override;
-    [[nodiscard]] status connect(const wire_address &peer, conn_id &out) override;
-    [[nodiscard]] status remote_address(src_id src, wire_address &out) const override;
-    [[nodiscard]] status expose(const void *buf, std::size_t len, remote_buffer &out) override;
-    void unexpose(const remote_buffer &rb) noexcept override;
+    [[nodiscard]] status pack_address(address_builder &b) override;
+    void set_local_address(const address &a) noexcept override { my_addr_ = a; }
+    [[nodiscard]] bool reachable(const address &peer) const noexcept override;
+    [[nodiscard]] status connect(const address &peer, conn_id &out) override;
+    [[nodiscard]] status remote_address(src_id src, address &out) const override;
+    [[nodiscard]] status expose(conn_id conn, const void *buf, std::size_t len,
+                                exposure &out) override;
+    void unexpose(const exposure &e) noexcept override;
+    [[nodiscard]] status unpack_rkey(const std::uint8_t *data, std::size_t len,
+                                     rkey &out) const override;
     [[nodiscard]] std::size_t grow_rx(std::size_t n) override;
 
     [[nodiscard]] stats counters() const noexcept;
     [[nodiscard]] conn_info info(conn_id c) const noexcept;
 
   private:
-    static status send_short(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+    static status send_short(iface *tl, conn_id conn, am_word am, const void *hdr,
                              std::size_t hdr_len, const void *payload, std::size_t len);
-    static status send_bcopy(iface *tl, conn_id conn, unsigned am_id, const void *hdr,
+    static status send_bcopy(iface *tl, conn_id conn, am_word am, const void *hdr,
                              std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
                              std::size_t offset, std::size_t len);
     static unsigned progress(iface *tl);
-    static status get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                            const remote_buffer &rb, std::size_t len, std::uint64_t cookie);
+    static status get(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                      std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
+    static status put(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                      std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
+    static status atomic(iface *tl, conn_id conn, const atomic_args &a, std::uint64_t cookie);
+    /// A read or write of the layer above: registers the local pieces and queues it.
+    [[nodiscard]] status start_rdma(rdma_kind kind, conn_id conn, const struct iovec *iov,
+                                    std::size_t iovcnt, std::size_t len, std::uint64_t raddr,
+                                    const rkey &key, std::uint64_t cookie);
+    [[nodiscard]] std::uint32_t new_op();
 
     /// Attributes of every RC queue pair of this endpoint (the inline-size probe
     /// and the per-peer ones): one CQ, the SRQ, the send queue's depth.
@@ -356,7 +397,7 @@ class verbs_iface final : public iface {
     [[nodiscard]] status post_rc(std::uint32_t c, ibv_send_wr &wr, tx_rec rec, bool force_signal);
     [[gnu::cold, gnu::noinline]] status not_ready(std::uint32_t c) const noexcept;
     [[nodiscard]] status send_ctl(std::uint32_t c, ctl code);
-    void post_reads(std::uint32_t c);
+    void post_ops(std::uint32_t c);
 
     // Completions.
     void on_send_done(const ibv_wc &wc);
@@ -365,7 +406,7 @@ class verbs_iface final : public iface {
     void on_ctl(std::uint32_t c, std::uint32_t imm);
     void repost(const std::uint32_t *idx, unsigned n);
     void flush_upcalls();
-    void read_finished(std::uint32_t op, status st);
+    void op_finished(std::uint32_t op, status st);
     void release_op(std::uint32_t op);
 
     // Connection management.
@@ -374,11 +415,12 @@ class verbs_iface final : public iface {
                                     std::uint32_t remote_psn, std::uint8_t mtu,
                                     std::uint32_t rd_atomic);
     [[nodiscard]] status make_ah(conn &c);
-    [[nodiscard]] std::uint32_t new_conn(const wire_address &peer);
+    [[nodiscard]] std::uint32_t new_conn(const address &peer, const port_blob &port,
+                                         std::uint32_t ud_qpn);
     [[nodiscard]] status send_cm(std::uint32_t c, cm_type type);
     void on_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp);
-    void on_req(const cm_msg &m);
-    void on_rep(const cm_msg &m);
+    void on_req(const cm_msg &m, const address &src, const port_blob &port, std::uint32_t ud_qpn);
+    void on_rep(const cm_msg &m, const address &src);
     void fail_conn(std::uint32_t c, status why, const char *reason, int level_warn);
     void tick();
     void post_ud_recv(std::uint32_t index);
@@ -409,7 +451,8 @@ class verbs_iface final : public iface {
     std::uint64_t node_id_;
     std::uint32_t pid_;
     std::uint32_t ep_id_;
-    wire_address my_addr_{};
+    address my_addr_;  ///< the endpoint's whole address (set_local_address)
+    std::uint32_t my_ud_qpn_ = 0;
     ibv_mtu mtu_ = IBV_MTU_1024;
     std::uint32_t rd_atomic_init_ = 1;  ///< our initiator depth limit
     std::uint32_t rd_atomic_resp_ = 1;  ///< our responder depth
@@ -424,10 +467,12 @@ class verbs_iface final : public iface {
     std::size_t rx_posted_total_ = 0;  ///< buffers in the SRQ (posted or in use)
     slab bounce_;
     slab ud_slab_;
+    slab amo_slab_;  ///< registered 8-byte slots where atomics' old values land
+    std::vector<std::uint32_t> amo_free_;
     qp_ptr ud_qp_;
     std::vector<std::uint32_t> ud_send_free_;
     std::unordered_map<peer_key, std::uint32_t, peer_key_hash> conn_by_key_;
-    std::vector<read_op> ops_pool_;
+    std::vector<rdma_op> ops_pool_;
     std::vector<std::uint32_t> ops_free_;
     std::unordered_map<std::uint32_t, base::rcache::region *> exposed_;  ///< rkey -> region
     std::unordered_map<std::uint32_t, std::uint32_t> exposed_refs_;
@@ -436,9 +481,10 @@ class verbs_iface final : public iface {
         std::uint64_t cookie;
         status st;
     };
-    std::vector<done> done_due_;                ///< read completions not yet reported
-    std::vector<std::uint32_t> handshaking_;    ///< connections with a handshake timer
-    std::vector<std::uint32_t> reads_waiting_;  ///< connections with reads not yet posted
+    std::vector<done> done_due_;              ///< op completions not yet reported
+    std::vector<std::uint32_t> handshaking_;  ///< connections with a handshake timer
+    std::vector<std::uint32_t> ops_waiting_;  ///< connections with rdma ops not yet posted
+    std::vector<std::uint32_t> ops_retry_;    ///< tick()'s copy of ops_waiting_ (capacity kept)
     std::uint64_t next_keepalive_scan_us_ = 0;
     bool closing_ = false;
     bool in_progress_ = false;
@@ -464,8 +510,9 @@ verbs_iface::verbs_iface(const open_params &p, std::shared_ptr<device> dev, cons
     ops_.send_short = &send_short;
     ops_.send_bcopy = &send_bcopy;
     ops_.progress = &progress;
-    ops_.get_zcopy = &get_zcopy;
-    handlers_ = {&default_am, &default_peer_failed, &default_get_done, nullptr};
+    ops_.get = &get;
+    ops_.put = &put;
+    handlers_ = {&default_am, &default_peer_failed, &default_op_done, nullptr, nullptr};
     now_cache_us_ = now_us();
 }
 
@@ -604,17 +651,39 @@ status verbs_iface::init()
         ud_send_free_.push_back(ud_recv_count + i);
     }
 
+    attr_.caps = cap::am | cap::put | cap::get | cap::shared_rx;
     attr_.max_short = inline_;
     attr_.max_bcopy = cfg_.seg_size;
-    attr_.max_hdr = 64;
+    attr_.max_hdr = 128;
+    attr_.max_put = SIZE_MAX;
+    attr_.max_get = SIZE_MAX;
     attr_.shared_rx = rx_initial;
-
-    my_addr_.magic = wire_address_magic;
-    my_addr_.version = wire_address_version;
-    my_addr_.node_id = node_id_;
-    my_addr_.pid = pid_;
-    my_addr_.ep_id = ep_id_;
-    (void)pack_address(my_addr_);
+    // A NIC: a microsecond or two end to end, the link's bandwidth for large
+    // messages (rdma_rxe emulates it far slower, but the choice is the same:
+    // shm first on a node, verbs across).
+    attr_.cost = {.overhead_ns = 100, .latency_ns = 1500, .bandwidth_mbps = 10000};
+    if (da.atomic_cap != IBV_ATOMIC_NONE) {
+        // 64-bit fetch-and-add and compare-and-swap, the two verbs atomics. A
+        // non-fetching add is a fetch-and-add whose old value is dropped.
+        if (const status st = amo_slab_.alloc(dev_->pd(), std::size_t{amo_slots} * 8);
+            st != status::ok) {
+            return st;
+        }
+        for (std::uint32_t i = amo_slots; i-- > 0;) {
+            amo_free_.push_back(i);
+        }
+        attr_.caps |= cap::atomic;
+        attr_.atomic64 = atomic_bit(atomic_op::add);
+        attr_.atomic64f = atomic_bit(atomic_op::add) | atomic_bit(atomic_op::cswap);
+        ops_.atomic = &atomic;
+    }
+    {
+        // Our own address, until set_local_address() gives us the endpoint's whole one.
+        address_builder b({node_id_, pid_, ep_id_});
+        (void)pack_address(b);
+        my_addr_ = b.get();
+    }
+    my_ud_qpn_ = ud_qp_->qp_num;
     WEFT_LOG(verbs, debug,
              "%s: endpoint %u open: UD QPN %u, inline %zu, seg %zu, %u receive buffers, "
              "CQ %d entries",
@@ -697,35 +766,26 @@ verbs_iface::~verbs_iface()
 
 // ------------------------------------------------------------------ addresses
 
-status verbs_iface::pack_address(wire_address &addr)
+status verbs_iface::pack_address(address_builder &b)
 {
-    addr.transports |=
-        static_cast<std::uint16_t>(1U << static_cast<unsigned>(transport_kind::verbs));
-    set_address_u24(addr, address_layout::verbs_ud_qpn, ud_qp_->qp_num);
-    std::memcpy(addr.transport_specific + address_layout::verbs_gid, dev_->gid().raw, 16);
-    const std::uint16_t lid = dev_->port_attr().lid;
-    std::memcpy(addr.transport_specific + address_layout::verbs_lid, &lid, sizeof(lid));
-    addr.transport_specific[address_layout::verbs_link] = dev_->ethernet() ? 2 : 1;
-    addr.transport_specific[address_layout::verbs_mtu] =
-        static_cast<std::uint8_t>(dev_->port_attr().active_mtu);
-    if (&addr != &my_addr_) {
-        my_addr_ = addr;
-    }
-    return status::ok;
+    port_blob port{};
+    std::memcpy(port.gid, dev_->gid().raw, sizeof(port.gid));
+    port.lid = dev_->port_attr().lid;
+    port.link = dev_->ethernet() ? 2 : 1;
+    port.mtu = static_cast<std::uint8_t>(dev_->port_attr().active_mtu);
+    std::uint8_t ep[ep_blob_size];
+    store_le24(ep, ud_qp_->qp_num);
+    return b.add(wire_id, &port, sizeof(port), ep, sizeof(ep));
 }
 
-bool verbs_iface::reachable(const wire_address &peer) const noexcept
+bool verbs_iface::reachable(const address &peer) const noexcept
 {
-    if (peer.magic != wire_address_magic || peer.version != wire_address_version ||
-        (peer.transports & (1U << static_cast<unsigned>(transport_kind::verbs))) == 0) {
-        return false;
-    }
-    const std::uint8_t link = peer.transport_specific[address_layout::verbs_link];
-    return link == (dev_->ethernet() ? 2 : 1) &&
-           address_u24(peer, address_layout::verbs_ud_qpn) != 0;
+    port_blob port;
+    std::uint32_t ud_qpn = 0;
+    return verbs_blob(peer, dev_->ethernet(), port, ud_qpn);
 }
 
-status verbs_iface::remote_address(src_id src, wire_address &out) const
+status verbs_iface::remote_address(src_id src, address &out) const
 {
     if (src >= conns_.size()) {
         return status::no_entry;
@@ -762,7 +822,7 @@ status verbs_iface::create_qp(conn &c)
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
     a.port_num = dev_->port();
-    a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
     if (ibv_modify_qp(c.qp.get(), &a,
                       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
         WEFT_LOG(verbs, error, "RC queue pair to INIT: %s", std::strerror(errno));
@@ -783,7 +843,6 @@ status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn, std::
                                std::uint8_t mtu, std::uint32_t rd_atomic)
 {
     conn &c = conns_[ci];
-    const wire_address &p = c.peer;
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = std::min(mtu_, static_cast<ibv_mtu>(std::clamp<int>(mtu, 1, 5)));
@@ -794,13 +853,11 @@ status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn, std::
     a.ah_attr.port_num = dev_->port();
     if (dev_->ethernet()) {
         a.ah_attr.is_global = 1;
-        std::memcpy(a.ah_attr.grh.dgid.raw, p.transport_specific + address_layout::verbs_gid, 16);
+        std::memcpy(a.ah_attr.grh.dgid.raw, c.peer_port.gid, 16);
         a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(dev_->gid_index());
         a.ah_attr.grh.hop_limit = 64;
     } else {
-        std::uint16_t lid = 0;
-        std::memcpy(&lid, p.transport_specific + address_layout::verbs_lid, sizeof(lid));
-        a.ah_attr.dlid = lid;
+        a.ah_attr.dlid = c.peer_port.lid;
     }
     if (ibv_modify_qp(c.qp.get(), &a,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -838,51 +895,55 @@ status verbs_iface::make_ah(conn &c)
     a.port_num = dev_->port();
     if (dev_->ethernet()) {
         a.is_global = 1;
-        std::memcpy(a.grh.dgid.raw, c.peer.transport_specific + address_layout::verbs_gid, 16);
+        std::memcpy(a.grh.dgid.raw, c.peer_port.gid, 16);
         a.grh.sgid_index = static_cast<std::uint8_t>(dev_->gid_index());
         a.grh.hop_limit = 64;
     } else {
-        std::uint16_t lid = 0;
-        std::memcpy(&lid, c.peer.transport_specific + address_layout::verbs_lid, sizeof(lid));
-        a.dlid = lid;
+        a.dlid = c.peer_port.lid;
     }
     c.ah.reset(ibv_create_ah(dev_->pd(), &a));
     if (c.ah == nullptr) {
-        WEFT_LOG(verbs, warn, "cannot create an address handle for peer pid %u: %s", c.peer.pid,
+        WEFT_LOG(verbs, warn, "cannot create an address handle for peer pid %u: %s", c.peer.pid(),
                  std::strerror(errno));
         return status::unreachable;
     }
     return status::ok;
 }
 
-std::uint32_t verbs_iface::new_conn(const wire_address &peer)
+std::uint32_t verbs_iface::new_conn(const address &peer, const port_blob &port,
+                                    std::uint32_t ud_qpn)
 {
     const auto ci = static_cast<std::uint32_t>(conns_.size());
     conns_.emplace_back();
-    conns_.back().peer = peer;
-    conns_.back().last_tx_us = now_cache_us_;
-    conn_by_key_[key_of(peer)] = ci;
+    conn &c = conns_.back();
+    c.peer = peer;
+    c.peer_port = port;
+    c.peer_ud_qpn = ud_qpn;
+    c.last_tx_us = now_cache_us_;
+    conn_by_key_[key_of(peer.id(), ud_qpn)] = ci;
     return ci;
 }
 
-status verbs_iface::connect(const wire_address &peer, conn_id &out)
+status verbs_iface::connect(const address &peer, conn_id &out)
 {
-    if (!reachable(peer)) {
+    port_blob port;
+    std::uint32_t ud_qpn = 0;
+    if (!verbs_blob(peer, dev_->ethernet(), port, ud_qpn)) {
         return status::unreachable;
     }
-    const peer_key k = key_of(peer);
+    const peer_key k = key_of(peer.id(), ud_qpn);
     if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
         out = it->second;
         return conns_[it->second].state == conn_state::failed ? status::unreachable : status::ok;
     }
-    const std::uint32_t ci = new_conn(peer);
+    const std::uint32_t ci = new_conn(peer, port, ud_qpn);
     if (const status st = create_qp(conns_[ci]); st != status::ok) {
         conns_[ci].state = conn_state::failed;
         conns_[ci].reported = true;  // nothing to report: it never existed for the peer
         return st;
     }
     out = ci;
-    if (k == key_of(my_addr_)) {
+    if (k == key_of(my_addr_.id(), my_ud_qpn_)) {
         // A loopback connection: the queue pair is connected to itself.
         conn &c = conns_[ci];
         c.self = true;
@@ -908,8 +969,8 @@ status verbs_iface::connect(const wire_address &peer, conn_id &out)
     if (send_cm(ci, cm_type::req) != status::ok) {
         c.next_resend_us = now_cache_us_;  // the timer sends it
     }
-    WEFT_LOG(verbs, debug, "connecting to pid %u endpoint %u (conn %u, QPN %u)", peer.pid,
-             peer.ep_id, ci, c.qp->qp_num);
+    WEFT_LOG(verbs, debug, "connecting to pid %u endpoint %u (conn %u, QPN %u)", peer.pid(),
+             peer.ep_id(), ci, c.qp->qp_num);
     return status::ok;
 }
 
@@ -935,10 +996,15 @@ status verbs_iface::send_cm(std::uint32_t ci, cm_type type)
     m.qpn = c.qp->qp_num;
     m.psn = c.local_psn;
     m.rd_atomic = rd_atomic_resp_;
-    m.src = my_addr_;
-    m.dst = c.peer;
+    m.dst_ud_qpn = c.peer_ud_qpn;
+    m.dst_node_id = c.peer.node_id();
+    m.dst_pid = c.peer.pid();
+    m.dst_ep_id = c.peer.ep_id();
+    m.src_len = static_cast<std::uint16_t>(my_addr_.size());
     std::memcpy(buf, &m, sizeof(m));
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), sizeof(m), ud_slab_.mr->lkey};
+    std::memcpy(buf + sizeof(m), my_addr_.data(), my_addr_.size());
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf),
+                static_cast<std::uint32_t>(sizeof(m) + my_addr_.size()), ud_slab_.mr->lkey};
     ibv_send_wr wr{};
     wr.wr_id = wr_id(wr_kind::ud_send, slot);
     wr.sg_list = &sge;
@@ -946,7 +1012,7 @@ status verbs_iface::send_cm(std::uint32_t ci, cm_type type)
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.ud.ah = c.ah.get();
-    wr.wr.ud.remote_qpn = address_u24(c.peer, address_layout::verbs_ud_qpn);
+    wr.wr.ud.remote_qpn = c.peer_ud_qpn;
     wr.wr.ud.remote_qkey = cm_qkey;
     ibv_send_wr *bad = nullptr;
     if (ibv_post_send(ud_qp_.get(), &wr, &bad) != 0) {
@@ -980,28 +1046,33 @@ void verbs_iface::on_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t 
     }
     cm_msg m;
     std::memcpy(&m, buf + grh_bytes, sizeof(m));
-    const bool to_us = m.dst.node_id == node_id_ && m.dst.pid == pid_ && m.dst.ep_id == ep_id_ &&
-                       address_u24(m.dst, address_layout::verbs_ud_qpn) == ud_qp_->qp_num;
-    if (m.magic != cm_magic || m.version != cm_version || !reachable(m.src) || !to_us ||
-        address_u24(m.src, address_layout::verbs_ud_qpn) != src_qp || m.qpn == 0 ||
-        m.qpn > 0xffffff) {
+    const bool to_us = m.dst_node_id == node_id_ && m.dst_pid == pid_ && m.dst_ep_id == ep_id_ &&
+                       m.dst_ud_qpn == my_ud_qpn_;
+    address src;
+    port_blob port{};
+    std::uint32_t ud_qpn = 0;
+    if (m.magic != cm_magic || m.version != cm_version || !to_us || m.qpn == 0 ||
+        m.qpn > 0xffffff || m.src_len > len - grh_bytes - sizeof(m) ||
+        address::parse(buf + grh_bytes + sizeof(m), m.src_len, src) != status::ok ||
+        !verbs_blob(src, dev_->ethernet(), port, ud_qpn) || ud_qpn != src_qp) {
         ++stats_.handshake_dropped;
         WEFT_LOG(verbs, debug, "dropped a malformed or stale handshake message (UD QPN %u)",
                  src_qp);
         return;
     }
     if (m.type == static_cast<std::uint8_t>(cm_type::req)) {
-        on_req(m);
+        on_req(m, src, port, ud_qpn);
     } else if (m.type == static_cast<std::uint8_t>(cm_type::rep)) {
-        on_rep(m);
+        on_rep(m, src);
     } else {
         ++stats_.handshake_dropped;
     }
 }
 
-void verbs_iface::on_req(const cm_msg &m)
+void verbs_iface::on_req(const cm_msg &m, const address &src, const port_blob &port,
+                         std::uint32_t ud_qpn)
 {
-    const peer_key k = key_of(m.src);
+    const peer_key k = key_of(src.id(), ud_qpn);
     std::uint32_t ci = invalid_id;
     if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
         ci = it->second;
@@ -1011,7 +1082,7 @@ void verbs_iface::on_req(const cm_msg &m)
                 // Both sides asked at once. The request of the smaller identity wins:
                 // the other side drops its own attempt and answers with the queue
                 // pair it had created, so exactly one pair of queue pairs results.
-                if (!key_less(k, key_of(my_addr_))) {
+                if (!key_less(k, key_of(my_addr_.id(), my_ud_qpn_))) {
                     return;  // ours wins; the peer will answer it
                 }
                 ++stats_.connects_crossed;
@@ -1029,7 +1100,7 @@ void verbs_iface::on_req(const cm_msg &m)
                 return;
         }
     } else {
-        ci = new_conn(m.src);
+        ci = new_conn(src, port, ud_qpn);
         if (create_qp(conns_[ci]) != status::ok) {
             conns_[ci].state = conn_state::failed;
             conns_[ci].reported = true;
@@ -1053,11 +1124,11 @@ void verbs_iface::on_req(const cm_msg &m)
         handshaking_.push_back(ci);
     }
     (void)send_cm(ci, cm_type::rep);  // a lost rep: the requester asks again
-    WEFT_LOG(verbs, debug, "accepted a connection from pid %u endpoint %u (conn %u)", m.src.pid,
-             m.src.ep_id, ci);
+    WEFT_LOG(verbs, debug, "accepted a connection from pid %u endpoint %u (conn %u)", src.pid(),
+             src.ep_id(), ci);
 }
 
-void verbs_iface::on_rep(const cm_msg &m)
+void verbs_iface::on_rep(const cm_msg &m, const address &src)
 {
     if (m.dst_conn >= conns_.size()) {
         ++stats_.handshake_dropped;
@@ -1065,7 +1136,7 @@ void verbs_iface::on_rep(const cm_msg &m)
     }
     const std::uint32_t ci = m.dst_conn;
     conn &c = conns_[ci];
-    if (key_of(c.peer) != key_of(m.src)) {
+    if (c.peer.id() != src.id()) {
         ++stats_.handshake_dropped;
         return;
     }
@@ -1086,8 +1157,9 @@ void verbs_iface::on_rep(const cm_msg &m)
         fail_conn(ci, status::unreachable, "cannot send the ready-to-use message", 1);
         return;
     }
+    post_ops(ci);  // one-sided operations started while connecting
     WEFT_LOG(verbs, debug, "connected to pid %u endpoint %u (conn %u, QPN %u <-> %u)",
-             conns_[ci].peer.pid, conns_[ci].peer.ep_id, ci, conns_[ci].qp->qp_num, m.qpn);
+             conns_[ci].peer.pid(), conns_[ci].peer.ep_id(), ci, conns_[ci].qp->qp_num, m.qpn);
 }
 
 void verbs_iface::fail_conn(std::uint32_t ci, status why, const char *reason, int level_warn)
@@ -1100,11 +1172,11 @@ void verbs_iface::fail_conn(std::uint32_t ci, status why, const char *reason, in
     ++stats_.conns_failed;
     if (!closing_) {
         if (level_warn != 0) {
-            WEFT_LOG(verbs, warn, "connection to pid %u endpoint %u failed: %s", c.peer.pid,
-                     c.peer.ep_id, reason);
+            WEFT_LOG(verbs, warn, "connection to pid %u endpoint %u failed: %s", c.peer.pid(),
+                     c.peer.ep_id(), reason);
         } else {
-            WEFT_LOG(verbs, debug, "connection to pid %u endpoint %u ended: %s", c.peer.pid,
-                     c.peer.ep_id, reason);
+            WEFT_LOG(verbs, debug, "connection to pid %u endpoint %u ended: %s", c.peer.pid(),
+                     c.peer.ep_id(), reason);
         }
     }
     // Flush what is outstanding: every posted request completes with a flush
@@ -1114,16 +1186,13 @@ void verbs_iface::fail_conn(std::uint32_t ci, status why, const char *reason, in
         a.qp_state = IBV_QPS_ERR;
         (void)ibv_modify_qp(c.qp.get(), &a, IBV_QP_STATE);
     }
-    // Reads not yet posted fail now.
-    std::vector<std::uint32_t> waiting = std::move(c.pending_reads);
-    conns_[ci].pending_reads.clear();
+    // Operations not yet posted fail now.
+    std::vector<std::uint32_t> waiting = std::move(c.pending_ops);
+    conns_[ci].pending_ops.clear();
     for (std::uint32_t op : waiting) {
-        read_op &o = ops_pool_[op];
+        rdma_op &o = ops_pool_[op];
         o.failed = true;
-        if (!o.reported) {
-            o.reported = true;
-            done_due_.push_back({o.cookie, why});
-        }
+        op_finished(op, why);
         if (o.outstanding == 0) {
             release_op(op);
         }
@@ -1176,18 +1245,18 @@ void verbs_iface::tick()
                 tx_room(c)) {
                 if (send_ctl(ci, ctl::keepalive) == status::ok) {
                     ++stats_.keepalives;
-                    WEFT_LOG(verbs, trace, "keepalive to pid %u (conn %u)", c.peer.pid, ci);
+                    WEFT_LOG(verbs, trace, "keepalive to pid %u (conn %u)", c.peer.pid(), ci);
                 }
             }
         }
     }
-    // Reads waiting for send queue room.
-    if (!reads_waiting_.empty()) {
-        std::vector<std::uint32_t> waiting = std::move(reads_waiting_);
-        reads_waiting_.clear();
-        for (std::uint32_t ci : waiting) {
-            post_reads(ci);
+    // Operations waiting for send queue room.
+    if (!ops_waiting_.empty()) {
+        ops_retry_.swap(ops_waiting_);  // post_ops may queue again: keep the two apart
+        for (std::uint32_t ci : ops_retry_) {
+            post_ops(ci);
         }
+        ops_retry_.clear();
     }
 }
 
@@ -1209,8 +1278,13 @@ status verbs_iface::post_rc(std::uint32_t ci, ibv_send_wr &wr, tx_rec rec, bool 
     }
     ibv_send_wr *bad = nullptr;
     if (const int rc = ibv_post_send(c.qp.get(), &wr, &bad); rc != 0) [[unlikely]] {
-        WEFT_LOG(verbs, debug, "ibv_post_send: %s", std::strerror(rc));
-        return status::again;
+        // Every caller checked for send queue room first, so this is not "full,
+        // retry": the queue pair is broken (or the request malformed). The
+        // connection fails, with the reason, rather than being retried forever.
+        char why[96];
+        std::snprintf(why, sizeof(why), "ibv_post_send failed: %s", std::strerror(rc));
+        fail_conn(ci, status::unreachable, why, 1);
+        return status::unreachable;
     }
     c.ring[seq & c.ring_mask] = rec;
     c.sq_head = seq + 1;
@@ -1220,11 +1294,11 @@ status verbs_iface::post_rc(std::uint32_t ci, ibv_send_wr &wr, tx_rec rec, bool 
     return status::ok;
 }
 
-status verbs_iface::send_short(iface *tl, conn_id ci, unsigned am_id, const void *hdr,
+status verbs_iface::send_short(iface *tl, conn_id ci, am_word am, const void *hdr,
                                std::size_t hdr_len, const void *payload, std::size_t len)
 {
     auto *v = static_cast<verbs_iface *>(tl);
-    if (ci >= v->conns_.size() || am_id >= max_am_id || hdr_len + len > v->inline_) [[unlikely]] {
+    if (ci >= v->conns_.size() || hdr_len + len > v->inline_) [[unlikely]] {
         return status::invalid;
     }
     conn &c = v->conns_[ci];
@@ -1243,17 +1317,17 @@ status verbs_iface::send_short(iface *tl, conn_id ci, unsigned am_id, const void
     wr.num_sge = (hdr_len != 0 ? 1 : 0) + (len != 0 ? 1 : 0);
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.send_flags = IBV_SEND_INLINE;
-    wr.imm_data = htonl(am_id);
+    wr.imm_data = htonl(am);
     return v->post_rc(ci, wr, {rec_kind::plain, false, 0}, false);
 }
 
-status verbs_iface::send_bcopy(iface *tl, conn_id ci, unsigned am_id, const void *hdr,
+status verbs_iface::send_bcopy(iface *tl, conn_id ci, am_word am, const void *hdr,
                                std::size_t hdr_len, const struct iovec *iov, std::size_t iovcnt,
                                std::size_t offset, std::size_t len)
 {
     auto *v = static_cast<verbs_iface *>(tl);
-    if (ci >= v->conns_.size() || am_id >= max_am_id || hdr_len > v->attr_.max_hdr ||
-        hdr_len + len > v->attr_.max_bcopy) [[unlikely]] {
+    if (ci >= v->conns_.size() || hdr_len > v->attr_.max_hdr || hdr_len + len > v->attr_.max_bcopy)
+        [[unlikely]] {
         return status::invalid;
     }
     conn &c = v->conns_[ci];
@@ -1280,14 +1354,18 @@ status verbs_iface::send_bcopy(iface *tl, conn_id ci, unsigned am_id, const void
         left -= n;
         offset = 0;
     }
-    const std::size_t total = hdr_len + len - left;
+    if (left != 0) [[unlikely]] {
+        v->bounce_free_.push_back(b);
+        return status::invalid;  // the iovec holds fewer than len bytes past offset
+    }
+    const std::size_t total = hdr_len + len;
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), static_cast<std::uint32_t>(total),
                 v->bounce_lkey_};
     ibv_send_wr wr{};
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND_WITH_IMM;
-    wr.imm_data = htonl(am_id);
+    wr.imm_data = htonl(am);
     if (total <= v->inline_) {
         wr.send_flags = IBV_SEND_INLINE;
     }
@@ -1312,11 +1390,12 @@ status verbs_iface::send_ctl(std::uint32_t ci, ctl code)
     return post_rc(ci, wr, {rec_kind::plain, false, 0}, code == ctl::disconnect);
 }
 
-// ------------------------------------------------------------------ zcopy: registration and RDMA
-// read
+// ------------------------------------------------------------------ one-sided: registration and
+// RDMA
 
-status verbs_iface::expose(const void *buf, std::size_t len, remote_buffer &out)
+status verbs_iface::expose(conn_id conn, const void *buf, std::size_t len, exposure &out)
 {
+    (void)conn;  // the registration is the port's: any peer with the key may read
     if (len == 0) {
         return status::not_supported;
     }
@@ -1332,14 +1411,15 @@ status verbs_iface::expose(const void *buf, std::size_t len, remote_buffer &out)
         return status::not_supported;
     }
     ++exposed_refs_[rkey];
-    out.addr = reinterpret_cast<std::uint64_t>(buf);
-    out.key = rkey;
+    out.handle = rkey;
+    std::memcpy(out.rkey, &rkey, sizeof(rkey));
+    out.rkey_len = sizeof(rkey);
     return status::ok;
 }
 
-void verbs_iface::unexpose(const remote_buffer &rb) noexcept
+void verbs_iface::unexpose(const exposure &e) noexcept
 {
-    const auto rkey = static_cast<std::uint32_t>(rb.key);
+    const auto rkey = static_cast<std::uint32_t>(e.handle);
     auto it = exposed_.find(rkey);
     if (it == exposed_.end()) {
         return;
@@ -1352,38 +1432,59 @@ void verbs_iface::unexpose(const remote_buffer &rb) noexcept
     dev_->rcache().put(r);
 }
 
-status verbs_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, std::size_t iovcnt,
-                              const remote_buffer &rb, std::size_t len, std::uint64_t cookie)
+status verbs_iface::unpack_rkey(const std::uint8_t *data, std::size_t len, rkey &out) const
 {
-    auto *v = static_cast<verbs_iface *>(tl);
-    if (src >= v->conns_.size() || iovcnt > max_sges) {
+    if (len != sizeof(std::uint32_t)) {
+        return status::bad_message;
+    }
+    std::uint32_t k;
+    std::memcpy(&k, data, sizeof(k));
+    out.w[0] = k;
+    out.w[1] = 0;
+    return status::ok;
+}
+
+std::uint32_t verbs_iface::new_op()
+{
+    std::uint32_t op;
+    if (!ops_free_.empty()) {
+        op = ops_free_.back();
+        ops_free_.pop_back();
+    } else {
+        op = static_cast<std::uint32_t>(ops_pool_.size());
+        ops_pool_.emplace_back();
+    }
+    ops_pool_[op] = rdma_op{};
+    ops_pool_[op].in_use = true;
+    return op;
+}
+
+status verbs_iface::start_rdma(rdma_kind kind, conn_id ci, const struct iovec *iov,
+                               std::size_t iovcnt, std::size_t len, std::uint64_t raddr,
+                               const rkey &key, std::uint64_t cookie)
+{
+    if (ci >= conns_.size() || iovcnt > max_sges) {
         return status::invalid;
     }
-    if (v->conns_[src].state == conn_state::failed) {
+    if (conns_[ci].state == conn_state::failed) {
         return status::unreachable;
     }
     if (len == 0) {
         return status::ok;
     }
-    if (rb.addr + len < rb.addr || rb.key > UINT32_MAX) {
-        return status::invalid;  // a forged descriptor: the layer above fails the receive
+    if (raddr + len < raddr || key.w[0] > UINT32_MAX) {
+        return status::invalid;  // a forged descriptor: the layer above fails the operation
     }
-    std::uint32_t op;
-    if (!v->ops_free_.empty()) {
-        op = v->ops_free_.back();
-        v->ops_free_.pop_back();
-    } else {
-        op = static_cast<std::uint32_t>(v->ops_pool_.size());
-        v->ops_pool_.emplace_back();
-    }
-    read_op &o = v->ops_pool_[op];
-    o = read_op{};
-    o.in_use = true;
+    const std::uint32_t op = new_op();
+    rdma_op &o = ops_pool_[op];
+    o.kind = kind;
     o.cookie = cookie;
-    o.conn = src;
-    o.rb = rb;
+    o.conn = ci;
+    o.raddr = raddr;
+    o.rkey = static_cast<std::uint32_t>(key.w[0]);
     o.len = len;
-    // Register the destination pieces that the read covers.
+    // Register the local pieces the operation covers (through the cache: a
+    // rendezvous buffer or an RMA source is often used again).
     std::size_t left = len;
     for (std::size_t i = 0; i < iovcnt && left > 0; ++i) {
         const std::size_t n = std::min(iov[i].iov_len, left);
@@ -1391,10 +1492,10 @@ status verbs_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, st
             continue;
         }
         base::rcache::region *r = nullptr;
-        if (const status st = v->dev_->rcache().get(iov[i].iov_base, n, r); st != status::ok) {
-            WEFT_LOG(verbs, debug, "cannot register a receive buffer (%p, %zu): %s",
-                     iov[i].iov_base, n, base::status_string(st));
-            v->release_op(op);
+        if (const status st = dev_->rcache().get(iov[i].iov_base, n, r); st != status::ok) {
+            WEFT_LOG(verbs, debug, "cannot register a local buffer (%p, %zu): %s", iov[i].iov_base,
+                     n, base::status_string(st));
+            release_op(op);
             return status::access;
         }
         o.regions[o.nregions++] = r;
@@ -1402,84 +1503,163 @@ status verbs_iface::get_zcopy(iface *tl, src_id src, const struct iovec *iov, st
         left -= n;
     }
     if (left != 0) {
-        v->release_op(op);
+        release_op(op);
         return status::invalid;  // the buffers hold less than len
     }
-    ++v->stats_.reads;
-    v->conns_[src].pending_reads.push_back(op);
-    v->post_reads(src);
+    if (kind == rdma_kind::read) {
+        ++stats_.reads;
+    }
+    conns_[ci].pending_ops.push_back(op);
+    post_ops(ci);
     return status::in_progress;
 }
 
-void verbs_iface::post_reads(std::uint32_t ci)
+status verbs_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                        std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie)
 {
-    while (!conns_[ci].pending_reads.empty()) {
+    return static_cast<verbs_iface *>(tl)->start_rdma(rdma_kind::read, conn, iov, iovcnt, len,
+                                                      raddr, key, cookie);
+}
+
+status verbs_iface::put(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                        std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie)
+{
+    return static_cast<verbs_iface *>(tl)->start_rdma(rdma_kind::write, conn, iov, iovcnt, len,
+                                                      raddr, key, cookie);
+}
+
+status verbs_iface::atomic(iface *tl, conn_id ci, const atomic_args &a, std::uint64_t cookie)
+{
+    auto *v = static_cast<verbs_iface *>(tl);
+    // The device does 64-bit fetch-and-add and compare-and-swap; the attributes
+    // say so, and the layer above sends everything else through its fallback.
+    const bool native = a.width == 8 && (a.op == atomic_op::add || a.op == atomic_op::cswap) &&
+                        (a.op != atomic_op::cswap || a.fetch);
+    if (!native) {
+        return status::not_supported;
+    }
+    if (ci >= v->conns_.size() || a.raddr % 8 != 0 || a.key.w[0] > UINT32_MAX ||
+        (a.fetch && a.result == nullptr)) {
+        return status::invalid;
+    }
+    if (v->conns_[ci].state == conn_state::failed) {
+        return status::unreachable;
+    }
+    if (v->amo_free_.empty()) {
+        return status::again;
+    }
+    const std::uint32_t op = v->new_op();
+    rdma_op &o = v->ops_pool_[op];
+    o.kind = rdma_kind::atomic;
+    o.cookie = cookie;
+    o.conn = ci;
+    o.raddr = a.raddr;
+    o.rkey = static_cast<std::uint32_t>(a.key.w[0]);
+    o.len = 8;
+    o.amo = a;
+    o.amo_slot = v->amo_free_.back();
+    v->amo_free_.pop_back();
+    v->conns_[ci].pending_ops.push_back(op);
+    v->post_ops(ci);
+    return status::in_progress;
+}
+
+void verbs_iface::post_ops(std::uint32_t ci)
+{
+    while (!conns_[ci].pending_ops.empty()) {
         conn &c = conns_[ci];
         if (c.state != conn_state::ready || !tx_room(c)) {
             break;
         }
-        const std::uint32_t op = c.pending_reads.front();
-        read_op &o = ops_pool_[op];
-        // One request: up to read_chunk_ bytes over at most max_send_sge_ pieces.
+        const std::uint32_t op = c.pending_ops.front();
+        rdma_op &o = ops_pool_[op];
         ibv_sge sge[max_sges];
         int nsge = 0;
-        std::size_t skip = o.posted;
-        std::size_t want = std::min(read_chunk_, o.len - o.posted);
         std::size_t bytes = 0;
-        for (std::uint32_t i = 0;
-             i < o.iovcnt && bytes < want && nsge < static_cast<int>(max_send_sge_); ++i) {
-            if (skip >= o.iov[i].iov_len) {
-                skip -= o.iov[i].iov_len;
-                continue;
-            }
-            const std::size_t n = std::min(o.iov[i].iov_len - skip, want - bytes);
-            sge[nsge++] = {reinterpret_cast<std::uintptr_t>(o.iov[i].iov_base) + skip,
-                           static_cast<std::uint32_t>(n), o.regions[i]->lkey()};
-            bytes += n;
-            skip = 0;
-        }
-        const bool last = o.posted + bytes == o.len;
         ibv_send_wr wr{};
+        if (o.kind == rdma_kind::atomic) {
+            sge[0] = {
+                reinterpret_cast<std::uintptr_t>(amo_slab_.base) + std::size_t{o.amo_slot} * 8, 8,
+                amo_slab_.mr->lkey};
+            nsge = 1;
+            bytes = 8;
+            wr.opcode = o.amo.op == atomic_op::add ? IBV_WR_ATOMIC_FETCH_AND_ADD
+                                                   : IBV_WR_ATOMIC_CMP_AND_SWP;
+            wr.wr.atomic.remote_addr = o.raddr;
+            wr.wr.atomic.rkey = o.rkey;
+            // Fetch-and-add: compare_add is the addend. Compare-and-swap: compare,
+            // then swap (the new value).
+            wr.wr.atomic.compare_add = o.amo.op == atomic_op::add ? o.amo.operand : o.amo.compare;
+            wr.wr.atomic.swap = o.amo.operand;
+        } else {
+            // One request: up to read_chunk_ bytes over at most max_send_sge_ pieces.
+            std::size_t skip = o.posted;
+            const std::size_t want = std::min(read_chunk_, o.len - o.posted);
+            for (std::uint32_t i = 0;
+                 i < o.iovcnt && bytes < want && nsge < static_cast<int>(max_send_sge_); ++i) {
+                if (skip >= o.iov[i].iov_len) {
+                    skip -= o.iov[i].iov_len;
+                    continue;
+                }
+                const std::size_t n = std::min(o.iov[i].iov_len - skip, want - bytes);
+                sge[nsge++] = {reinterpret_cast<std::uintptr_t>(o.iov[i].iov_base) + skip,
+                               static_cast<std::uint32_t>(n), o.regions[i]->lkey()};
+                bytes += n;
+                skip = 0;
+            }
+            wr.opcode = o.kind == rdma_kind::read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+            wr.wr.rdma.remote_addr = o.raddr + o.posted;
+            wr.wr.rdma.rkey = o.rkey;
+        }
         wr.sg_list = sge;
         wr.num_sge = nsge;
-        wr.opcode = IBV_WR_RDMA_READ;
-        wr.wr.rdma.remote_addr = o.rb.addr + o.posted;
-        wr.wr.rdma.rkey = static_cast<std::uint32_t>(o.rb.key);
-        if (post_rc(ci, wr, {rec_kind::read, last, op}, last) != status::ok) {
-            break;
+        const bool last = o.posted + bytes == o.len;
+        if (post_rc(ci, wr, {rec_kind::rdma, last, op}, last) != status::ok) {
+            break;  // the connection failed: fail_conn fails what is queued
         }
         o.posted += bytes;
         ++o.outstanding;
         if (last) {
-            auto &q = conns_[ci].pending_reads;
+            auto &q = conns_[ci].pending_ops;
             q.erase(q.begin());
         }
     }
     // Left over for want of send queue room: tick() tries again.
-    if (!conns_[ci].pending_reads.empty() && conns_[ci].state == conn_state::ready &&
-        std::find(reads_waiting_.begin(), reads_waiting_.end(), ci) == reads_waiting_.end()) {
-        reads_waiting_.push_back(ci);
+    if (!conns_[ci].pending_ops.empty() && conns_[ci].state == conn_state::ready &&
+        std::find(ops_waiting_.begin(), ops_waiting_.end(), ci) == ops_waiting_.end()) {
+        ops_waiting_.push_back(ci);
     }
 }
 
 void verbs_iface::release_op(std::uint32_t op)
 {
-    read_op &o = ops_pool_[op];
+    rdma_op &o = ops_pool_[op];
     for (std::uint32_t i = 0; i < o.nregions; ++i) {
         dev_->rcache().put(o.regions[i]);
     }
     o.nregions = 0;
+    if (o.kind == rdma_kind::atomic) {
+        amo_free_.push_back(o.amo_slot);
+        o.kind = rdma_kind::read;
+    }
     o.in_use = false;
     ops_free_.push_back(op);
 }
 
-void verbs_iface::read_finished(std::uint32_t op, status st)
+void verbs_iface::op_finished(std::uint32_t op, status st)
 {
-    read_op &o = ops_pool_[op];
-    if (!o.reported) {
-        o.reported = true;
-        done_due_.push_back({o.cookie, st});
+    rdma_op &o = ops_pool_[op];
+    if (o.reported) {
+        return;
     }
+    o.reported = true;
+    if (st == status::ok && o.kind == rdma_kind::atomic && o.amo.fetch) {
+        // The old value landed in our registered slot: hand it over.
+        const std::uint8_t *slot =
+            static_cast<const std::uint8_t *>(amo_slab_.base) + std::size_t{o.amo_slot} * 8;
+        std::memcpy(o.amo.result, slot, 8);
+    }
+    done_due_.push_back({o.cookie, st});
 }
 
 // ------------------------------------------------------------------ completions
@@ -1501,22 +1681,22 @@ void verbs_iface::retire(std::uint32_t ci, std::uint32_t upto, status st)
             case rec_kind::bounce:
                 bounce_free_.push_back(r.index);
                 break;
-            case rec_kind::read: {
-                read_op &o = ops_pool_[r.index];
+            case rec_kind::rdma: {
+                rdma_op &o = ops_pool_[r.index];
                 --o.outstanding;
                 if (st != status::ok) {
                     o.failed = true;
-                    read_finished(r.index, st);
+                    op_finished(r.index, st);
                 } else if (r.last && !o.failed) {
-                    read_finished(r.index, status::ok);
+                    op_finished(r.index, status::ok);
                 }
                 if (o.outstanding == 0 && (o.reported || o.failed) &&
                     (o.posted == o.len || o.failed)) {
                     // Every posted piece retired and the op is over: drop the
-                    // registrations (failed ops still in pending_reads are
+                    // registrations (failed ops still in pending_ops are
                     // released by fail_conn).
                     bool queued = false;
-                    for (std::uint32_t q : c.pending_reads) {
+                    for (std::uint32_t q : c.pending_ops) {
                         queued = queued || q == r.index;
                     }
                     if (!queued) {
@@ -1598,6 +1778,7 @@ void verbs_iface::on_recv(const ibv_wc &wc, std::uint32_t *repost_idx, unsigned 
     if (c.state != conn_state::ready) [[unlikely]] {
         if (c.state == conn_state::accepted) {
             c.state = conn_state::ready;  // the requester sent: it is ready
+            post_ops(ci);                 // one-sided operations started while connecting
         } else if (c.state == conn_state::failed) {
             return;
         }
@@ -1610,7 +1791,8 @@ void verbs_iface::on_recv(const ibv_wc &wc, std::uint32_t *repost_idx, unsigned 
         return;  // closing: the layer above is gone
     }
     // byte_len <= the buffer: the device fails a longer message (local length error).
-    handlers_.am(handlers_.arg, ci, imm & imm_am_mask, rx_buf_[index], wc.byte_len);
+    handlers_.am(handlers_.arg, ci, static_cast<am_word>(imm & imm_am_mask), rx_buf_[index],
+                 wc.byte_len);
 }
 
 void verbs_iface::repost(const std::uint32_t *idx, unsigned n)
@@ -1644,7 +1826,7 @@ void verbs_iface::flush_upcalls()
     while (!done_due_.empty()) {
         const done d = done_due_.back();
         done_due_.pop_back();
-        handlers_.get_done(handlers_.arg, d.cookie, d.st);
+        handlers_.op_done(handlers_.arg, d.cookie, d.st);
     }
     while (!fail_due_.empty()) {
         const std::uint32_t ci = fail_due_.back();
@@ -1730,14 +1912,12 @@ conn_info verbs_iface::info(conn_id ci) const noexcept
 
 }  // namespace
 
-base::result<std::unique_ptr<iface>> open(const open_params &p, const std::string &domain,
-                                          const config &cfg)
+namespace {
+
+base::result<std::unique_ptr<iface>> open_on(const open_params &p, std::shared_ptr<device> dev,
+                                             const config &cfg)
 {
-    auto dev = device::get(domain);
-    if (!dev.ok()) {
-        return dev.error();
-    }
-    auto tl = std::unique_ptr<verbs_iface>(new (std::nothrow) verbs_iface(p, dev.value(), cfg));
+    auto tl = std::unique_ptr<verbs_iface>(new (std::nothrow) verbs_iface(p, std::move(dev), cfg));
     if (tl == nullptr) {
         return status::no_memory;
     }
@@ -1746,6 +1926,69 @@ base::result<std::unique_ptr<iface>> open(const open_params &p, const std::strin
     }
     return std::unique_ptr<iface>(std::move(tl));
 }
+
+std::vector<resource> query(const base::config_store &store, std::string &why)
+{
+    config cfg{};
+    store.load(config_table(), &cfg);
+    std::string none;
+    const auto &ports = all_active_ports(&none);
+    std::vector<resource> out;
+    std::string names;
+    for (const port_info &p : ports) {
+        names += (names.empty() ? "" : ", ") + p.name;
+        if (port_matches(p, cfg.device)) {
+            out.push_back({p.name, p.ethernet ? "RoCE port" : "InfiniBand port"});
+        }
+    }
+    if (out.empty()) {
+        why = ports.empty() ? none
+                            : "WEFT_VERBS_DEVICE=" + cfg.device +
+                                  " names no active port (active: " + names + ")";
+    }
+    return out;
+}
+
+base::result<std::unique_ptr<memory_domain>> open_md(const base::config_store &store,
+                                                     const resource &res)
+{
+    config cfg{};
+    store.load(config_table(), &cfg);
+    return open_memory_domain(res.name, cfg);
+}
+
+base::result<std::unique_ptr<iface>> open_component(const open_params &p, const resource &res,
+                                                    memory_domain &md,
+                                                    const base::config_store &store)
+{
+    (void)res;
+    config cfg{};
+    store.load(config_table(), &cfg);
+    return open_on(p, device_of(md), cfg);
+}
+
+}  // namespace
+
+base::result<std::unique_ptr<iface>> open(const open_params &p, const std::string &domain,
+                                          const config &cfg)
+{
+    auto dev = device::get(domain, cfg);
+    if (!dev.ok()) {
+        return dev.error();
+    }
+    return open_on(p, std::move(dev.value()), cfg);
+}
+
+const component transport{
+    .name = "verbs",
+    .wire_id = wire_id,
+    .description = "RDMA: reliable-connected queue pairs on libibverbs (InfiniBand, RoCE)",
+    .config = &config_table_v,
+    .log = &log_verbs,
+    .query = &query,
+    .open_md = &open_md,
+    .open = &open_component,
+};
 
 stats get_stats(const iface &tl) noexcept
 {

@@ -15,7 +15,7 @@
 #include "base/config.hpp"
 #include "base/log.hpp"
 #include "base/status.hpp"
-#include "transport/iface.hpp"
+#include "transport/component.hpp"
 
 namespace weft::transport::verbs {
 
@@ -51,13 +51,13 @@ struct config {
     base::config_ternary fork_init;    ///< FORK_INIT: call ibv_fork_init (auto: only if needed)
 };
 
-/// The "VERBS" table; registered by the core, loaded with base::config_load().
+/// The "VERBS" table (WEFT_VERBS_*).
 [[nodiscard]] const base::config_table &config_table();
 
-/// The parsed configuration (loaded once per process).
-[[nodiscard]] const config &global_config();
+/// The registry's entry.
+extern const component transport;
 
-/// One usable port: what weft_getinfo reports as a verbs domain.
+/// One usable port.
 struct port_info {
     std::string name;  ///< "device" for port 1, "device:port" otherwise
     std::string device;
@@ -65,32 +65,15 @@ struct port_info {
     bool ethernet;  ///< RoCE (true) or InfiniBand
 };
 
-/// The active ports this process may use (WEFT_VERBS_DEVICE filters), found once
-/// and cached. Empty if there is no device, libibverbs finds no provider, or
-/// none is active.
-[[nodiscard]] const std::vector<port_info> &active_ports();
-
-/// Why active_ports() is empty (for weft_info and skip messages); "" otherwise.
-[[nodiscard]] const std::string &unavailable_reason();
+/// The active ports of this host (found once per process); `why` says why
+/// there are none.
+[[nodiscard]] const std::vector<port_info> &all_active_ports(std::string *why = nullptr);
 
 /// Open the transport for one endpoint on port `domain` (a name from
-/// active_ports(); "" = the configured or first one).
+/// all_active_ports(); "" = the first one) with configuration `cfg`.
 [[nodiscard]] base::result<std::unique_ptr<iface>> open(const open_params &p,
                                                         const std::string &domain,
                                                         const config &cfg);
-
-/// A memory registration made through weft_mr_reg() on a verbs domain.
-class memory_region {
-  public:
-    virtual ~memory_region() = default;
-    [[nodiscard]] virtual std::uint32_t lkey() const noexcept = 0;
-    [[nodiscard]] virtual std::uint32_t rkey() const noexcept = 0;
-};
-
-/// Register [buf, buf + len) on port `domain` with the protection domain the
-/// endpoints of that port use. `remote_write` adds remote write access.
-[[nodiscard]] base::result<std::unique_ptr<memory_region>> register_memory(
-    const std::string &domain, const void *buf, std::size_t len, bool remote_write);
 
 /// Counters of rare events (tests, diagnostics). Never counted per message.
 struct stats {

@@ -65,7 +65,7 @@ struct side {
 /// the bcopy numbers).
 std::uint8_t sink[1 << 20];
 
-void on_am(void *arg, tl::src_id, unsigned id, const void *d, std::size_t len)
+void on_am(void *arg, tl::src_id, tl::am_word id, const void *d, std::size_t len)
 {
     auto *s = static_cast<side *>(arg);
     std::memcpy(sink, d, std::min(len, sizeof(sink)));
@@ -102,7 +102,8 @@ struct options {
 
 std::uint8_t payload[1 << 16];
 
-[[gnu::always_inline]] inline status send(side &s, unsigned id, std::size_t len, const options &o)
+[[gnu::always_inline]] inline status send(side &s, tl::am_word id, std::size_t len,
+                                          const options &o)
 {
     if (o.bcopy) {
         const struct iovec iov {
@@ -113,7 +114,7 @@ std::uint8_t payload[1 << 16];
     return tl::send_short(s.t.get(), s.conn, id, nullptr, 0, payload, len);
 }
 
-void send_retry(side &s, unsigned id, std::size_t len, const options &o)
+void send_retry(side &s, tl::am_word id, std::size_t len, const options &o)
 {
     status st;
     while ((st = send(s, id, len, o)) == status::again) {
@@ -162,17 +163,18 @@ std::unique_ptr<side> setup(int fd, std::uint32_t ep_id)
         return nullptr;
     }
     s->t = std::move(r.value());
-    s->t->set_handlers({&on_am, &on_failed, nullptr, s.get()});
-    tl::wire_address me{};
-    me.magic = tl::wire_address_magic;
-    me.version = tl::wire_address_version;
-    me.node_id = node;
-    me.pid = p.pid;
-    me.ep_id = ep_id;
-    tl::wire_address peer{};
-    if (s->t->pack_address(me) != status::ok ||
-        write(fd, &me, sizeof(me)) != static_cast<ssize_t>(sizeof(me)) ||
-        read(fd, &peer, sizeof(peer)) != static_cast<ssize_t>(sizeof(peer)) ||
+    s->t->set_handlers({&on_am, &on_failed, nullptr, nullptr, s.get()});
+    tl::address_builder b({node, p.pid, ep_id});
+    std::uint8_t peer_bytes[tl::max_address_size];
+    tl::address peer;
+    if (s->t->pack_address(b) != status::ok) {
+        return nullptr;
+    }
+    const tl::address me = b.get();
+    s->t->set_local_address(me);
+    if (write(fd, me.data(), tl::max_address_size) != static_cast<ssize_t>(tl::max_address_size) ||
+        read(fd, peer_bytes, sizeof(peer_bytes)) != static_cast<ssize_t>(sizeof(peer_bytes)) ||
+        tl::address::parse(peer_bytes, sizeof(peer_bytes), peer) != status::ok ||
         s->t->connect(peer, s->conn) != status::ok) {
         std::fprintf(stderr, "address exchange or connect failed\n");
         return nullptr;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every verbs test for real: boot a throw-away VM with two Soft-RoCE devices
 # (contrib/rxe-vm/run-in-rxe-vm.sh; rxe0 and rxe1 on the two ends of a veth pair)
-# and run, inside it, the verbs-specific tests and the generic transport suites
+# and run, inside it, the verbs-specific tests, the transport conformance suite
+# and the generic transport suites
 # instantiated over verbs (rank r uses port r mod 2, so traffic crosses devices).
 # Then the MPI test programs over the weft MTL with WEFT_TRANSPORTS=self,verbs
 # (test/mpi/run_mpi_tests.sh: 2 and 4 ranks, one rxe port). Programs are built on
@@ -25,7 +26,7 @@ skip() { echo "SKIP: verbs tests not run: $*"; exit 77; }
 [ -x "$vm" ] || skip "no VM script at $vm"
 [ "$(id -u)" = 0 ] || skip "booting the Soft-RoCE VM needs root"
 [ "$(uname -m)" = x86_64 ] || skip "the Soft-RoCE VM runs on x86_64 hosts only"
-for p in test_verbs test_transport test_variable test_credit_flow; do
+for p in test_verbs test_conformance test_transport test_variable test_credit_flow; do
     [ -x "$build/$p" ] || { echo "FAIL: $build/$p is not built (make check-verbs builds it)"; exit 1; }
 done
 
@@ -43,13 +44,14 @@ run() {
     [ \$st -eq 0 ] || rc=1
 }
 run test_verbs --gtest_filter='$filter'
+run test_conformance --gtest_filter='*/verbs'
 run test_transport --gtest_filter='*/verbs'
 run test_variable --gtest_filter='*/verbs'
 run test_credit_flow --gtest_filter='*/verbs'
 # MPI programs over the weft MTL with verbs as the only transport between ranks.
 if [ -f ./.libs/mca_mtl_weft.so ] && [ -x ./test/mpi/mpi_p2p ] && command -v mpirun >/dev/null; then
     start=\$(date +%s)
-    WEFT_TRANSPORTS=self,verbs $top/test/mpi/run_mpi_tests.sh 2>&1
+    WEFT_TRANSPORTS=self,verbs WEFT_MPI_RUN_TIMEOUT=600 $top/test/mpi/run_mpi_tests.sh 2>&1
     st=\$?
     echo "guest: MPI over verbs (run_mpi_tests.sh, WEFT_TRANSPORTS=self,verbs) exit \$st in \$(( \$(date +%s) - start )) s"
     [ \$st -eq 0 ] || rc=1

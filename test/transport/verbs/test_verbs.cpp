@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "core/objects.hpp"
+#include "proto/key.hpp"
+#include "proto/rndv.hpp"
+#include "proto/tag.hpp"
 #include "proto/wire.hpp"
 #include "test/log_expect.hpp"
 #include "test/transport/harness.hpp"
@@ -54,9 +57,10 @@ class verbs_test : public ::testing::Test {
 /// The endpoint's verbs transport (internal: the tests link libweft_internal).
 weft::transport::iface *verbs_of(weft_ep_t *ep)
 {
-    for (auto &tl : ep->tls) {
-        if (tl->kind() == weft::transport::transport_kind::verbs) {
-            return tl.get();
+    const auto &ch = ep->stack->ch;
+    for (unsigned i = 0; i < ch.tl_count(); ++i) {
+        if (std::strcmp(ep->domain->resources[i].comp->name, "verbs") == 0) {
+            return ch.tl(i);
         }
     }
     return nullptr;
@@ -82,86 +86,91 @@ TEST_F(verbs_test, registration_cache_is_correct_when_addresses_are_reused)
 {
     weft::test::run_options opt;
     opt.timeout_s = 300;
-    ASSERT_TRUE(run(2, [](rank_ctx &c) {
-        const std::size_t len = 1 * mib + 4 * kib + 3;  // above the rendezvous threshold
-        WEFT_TCHECK(len > c.rndv_threshold);
-        const std::size_t map_len = 2 * mib;
-        const int other = 1 - c.rank;
-        weft::transport::iface *tl = verbs_of(c.ep);
-        WEFT_TCHECK(tl != nullptr);
-        const verbs::stats before = verbs::get_stats(*tl);
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            const std::size_t len = 1 * mib + 4 * kib + 3;  // above the rendezvous threshold
+            WEFT_TCHECK(len > c.rndv_threshold);
+            const std::size_t map_len = 2 * mib;
+            const int other = 1 - c.rank;
+            weft::transport::iface *tl = verbs_of(c.ep);
+            WEFT_TCHECK(tl != nullptr);
+            const verbs::stats before = verbs::get_stats(*tl);
 
-        void *const at = map_at(nullptr, map_len);
-        for (int round = 0; round < 2; ++round) {
-            for (int it = 0; it < 6; ++it) {
-                auto *buf = static_cast<unsigned char *>(at);
-                if (it > 0 && round == 0) {
-                    WEFT_TCHECK_OK(munmap(at, map_len));
-                    buf = static_cast<unsigned char *>(map_at(at, map_len));
-                } else if (it > 0) {
-                    WEFT_TCHECK_OK(madvise(at, map_len, MADV_DONTNEED));
+            void *const at = map_at(nullptr, map_len);
+            for (int round = 0; round < 2; ++round) {
+                for (int it = 0; it < 6; ++it) {
+                    auto *buf = static_cast<unsigned char *>(at);
+                    if (it > 0 && round == 0) {
+                        WEFT_TCHECK_OK(munmap(at, map_len));
+                        buf = static_cast<unsigned char *>(map_at(at, map_len));
+                    } else if (it > 0) {
+                        WEFT_TCHECK_OK(madvise(at, map_len, MADV_DONTNEED));
+                    }
+                    const std::uint64_t tag = 0x5000 + round * 16 + it;
+                    // Each message alternates direction, so both sides register buffers
+                    // both for sending (exposed for RDMA read) and for receiving.
+                    const int sender = it % 2;
+                    if (c.rank == sender) {
+                        fill_pattern(buf, len, seed_of(round, it, 77));
+                        c.barrier();  // the receive is posted
+                        c.post("tsend", [&] {
+                            return weft_tsend(c.ep, buf, len, nullptr, c.peer(other), tag,
+                                              op_ctx(1));
+                        });
+                        (void)c.wait_ok(op_ctx(1));
+                    } else {
+                        std::memset(buf, fill_byte, len + 64);
+                        c.post("trecv", [&] {
+                            return weft_trecv(c.ep, buf, len + 64, nullptr, c.peer(other), tag, 0,
+                                              op_ctx(2));
+                        });
+                        c.barrier();
+                        const weft_cq_tagged_entry r = c.wait_ok(op_ctx(2));
+                        WEFT_TCHECK_EQ(r.len, len);
+                        check_payload(
+                            buf, len, len + 64, seed_of(round, it, 77),
+                            "round " + std::to_string(round) + " message " + std::to_string(it));
+                    }
+                    c.barrier();
                 }
-                const std::uint64_t tag = 0x5000 + round * 16 + it;
-                // Each message alternates direction, so both sides register buffers
-                // both for sending (exposed for RDMA read) and for receiving.
-                const int sender = it % 2;
-                if (c.rank == sender) {
-                    fill_pattern(buf, len, seed_of(round, it, 77));
-                    c.barrier();  // the receive is posted
+            }
+            // The same buffer again, unchanged: the cache must serve it.
+            std::vector<unsigned char> steady(len + 64);
+            for (int it = 0; it < 4; ++it) {
+                const std::uint64_t tag = 0x6000 + it;
+                if (c.rank == 0) {
+                    fill_pattern(steady.data(), len, seed_of(9, it));
+                    c.barrier();
                     c.post("tsend", [&] {
-                        return weft_tsend(c.ep, buf, len, nullptr, c.peer(other), tag, op_ctx(1));
+                        return weft_tsend(c.ep, steady.data(), len, nullptr, c.peer(other), tag,
+                                          op_ctx(3));
                     });
-                    (void)c.wait_ok(op_ctx(1));
+                    (void)c.wait_ok(op_ctx(3));
                 } else {
-                    std::memset(buf, fill_byte, len + 64);
                     c.post("trecv", [&] {
-                        return weft_trecv(c.ep, buf, len + 64, nullptr, c.peer(other), tag, 0,
-                                          op_ctx(2));
+                        return weft_trecv(c.ep, steady.data(), len + 64, nullptr, c.peer(other),
+                                          tag, 0, op_ctx(4));
                     });
                     c.barrier();
-                    const weft_cq_tagged_entry r = c.wait_ok(op_ctx(2));
-                    WEFT_TCHECK_EQ(r.len, len);
-                    check_payload(buf, len, len + 64, seed_of(round, it, 77),
-                                  "round " + std::to_string(round) + " message " +
-                                      std::to_string(it));
+                    (void)c.wait_ok(op_ctx(4));
+                    check_payload(steady.data(), len, len, seed_of(9, it), "steady buffer");
                 }
                 c.barrier();
             }
-        }
-        // The same buffer again, unchanged: the cache must serve it.
-        std::vector<unsigned char> steady(len + 64);
-        for (int it = 0; it < 4; ++it) {
-            const std::uint64_t tag = 0x6000 + it;
-            if (c.rank == 0) {
-                fill_pattern(steady.data(), len, seed_of(9, it));
-                c.barrier();
-                c.post("tsend", [&] {
-                    return weft_tsend(c.ep, steady.data(), len, nullptr, c.peer(other), tag,
-                                      op_ctx(3));
-                });
-                (void)c.wait_ok(op_ctx(3));
-            } else {
-                c.post("trecv", [&] {
-                    return weft_trecv(c.ep, steady.data(), len + 64, nullptr, c.peer(other), tag,
-                                      0, op_ctx(4));
-                });
-                c.barrier();
-                (void)c.wait_ok(op_ctx(4));
-                check_payload(steady.data(), len, len, seed_of(9, it), "steady buffer");
-            }
-            c.barrier();
-        }
-        WEFT_TCHECK_OK(munmap(at, map_len));
-        const verbs::stats after = verbs::get_stats(*tl);
-        WEFT_TCHECK_MSG(after.rcache_hits - before.rcache_hits >= 3,
-                        "a reused buffer was registered again each time: the cache is not in use (" +
-                            std::to_string(after.rcache_hits - before.rcache_hits) + " hits)");
-        WEFT_TCHECK_MSG(after.rcache_invalidations - before.rcache_invalidations >= 5,
-                        "unmapped or discarded registered memory did not invalidate the cache (" +
-                            std::to_string(after.rcache_invalidations -
-                                           before.rcache_invalidations) +
-                            " invalidations)");
-    }, opt));
+            WEFT_TCHECK_OK(munmap(at, map_len));
+            const verbs::stats after = verbs::get_stats(*tl);
+            WEFT_TCHECK_MSG(
+                after.rcache_hits - before.rcache_hits >= 3,
+                "a reused buffer was registered again each time: the cache is not in use (" +
+                    std::to_string(after.rcache_hits - before.rcache_hits) + " hits)");
+            WEFT_TCHECK_MSG(
+                after.rcache_invalidations - before.rcache_invalidations >= 5,
+                "unmapped or discarded registered memory did not invalidate the cache (" +
+                    std::to_string(after.rcache_invalidations - before.rcache_invalidations) +
+                    " invalidations)");
+        },
+        opt));
 }
 
 // Both ranks send their first message to each other at the same moment, before
@@ -183,8 +192,7 @@ TEST_F(verbs_test, simultaneous_connect_ends_with_one_connection)
             c.barrier();
             const std::uint64_t hello[2] = {1, 2};
             c.post("tsend", [&] {
-                return weft_tsend(c.ep, hello, sizeof(hello), nullptr, c.peer(other), 1,
-                                  op_ctx(2));
+                return weft_tsend(c.ep, hello, sizeof(hello), nullptr, c.peer(other), 1, op_ctx(2));
             });
             (void)c.wait_ok(op_ctx(1));
             (void)c.wait_ok(op_ctx(2));
@@ -216,50 +224,53 @@ TEST_F(verbs_test, simultaneous_connect_ends_with_one_connection)
     }
 }
 
-// A peer dies (_exit: no clean close, the kernel destroys its queue pairs) while a rendezvous send to it is
-// waiting for its read and a directed receive from it is posted: both fail with
-// an error completion, within the keepalive and retry bounds, never hang.
+// A peer dies (_exit: no clean close, the kernel destroys its queue pairs) while a rendezvous send
+// to it is waiting for its read and a directed receive from it is posted: both fail with an error
+// completion, within the keepalive and retry bounds, never hang.
 TEST_F(verbs_test, killed_peer_fails_outstanding_operations)
 {
     weft::test::run_options opt;
     opt.allow_log_errors = true;
     opt.timeout_s = 120;
-    ASSERT_TRUE(run(2, [](rank_ctx &c) {
-        const std::size_t len = 256 * kib;
-        std::vector<unsigned char> buf(len);
-        if (c.rank == 1) {
-            std::uint64_t x = 0;
-            c.post("trecv", [&] {
-                return weft_trecv(c.ep, &x, sizeof(x), nullptr, c.peer(0), 9, 0, op_ctx(1));
-            });
-            c.barrier();  // connected (below), then die without reading anything
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            const std::size_t len = 256 * kib;
+            std::vector<unsigned char> buf(len);
+            if (c.rank == 1) {
+                std::uint64_t x = 0;
+                c.post("trecv", [&] {
+                    return weft_trecv(c.ep, &x, sizeof(x), nullptr, c.peer(0), 9, 0, op_ctx(1));
+                });
+                c.barrier();  // connected (below), then die without reading anything
+                c.barrier();
+                std::fflush(stdout);
+                _exit(0);
+            }
+            // Rank 0: connect, then post a rendezvous send rank 1 never reads, and a
+            // receive rank 1 never satisfies.
+            const std::uint64_t one = 1;
             c.barrier();
-            std::fflush(stdout);
-            _exit(0);
-        }
-        // Rank 0: connect, then post a rendezvous send rank 1 never reads, and a
-        // receive rank 1 never satisfies.
-        const std::uint64_t one = 1;
-        c.barrier();
-        c.post("tsend", [&] {
-            return weft_tsend(c.ep, &one, sizeof(one), nullptr, c.peer(1), 9, op_ctx(2));
-        });
-        (void)c.wait_ok(op_ctx(2));
-        fill_pattern(buf.data(), len, 5);
-        c.post("tsend", [&] {
-            return weft_tsend(c.ep, buf.data(), len, nullptr, c.peer(1), 10, op_ctx(3));
-        });
-        std::uint64_t y = 0;
-        c.post("trecv", [&] {
-            return weft_trecv(c.ep, &y, sizeof(y), nullptr, c.peer(1), 11, 0, op_ctx(4));
-        });
-        c.barrier();
-        const weft_cq_err_entry e1 = c.wait_err(op_ctx(3), 60000);
-        WEFT_TCHECK_EQ(e1.err, WEFT_EHOSTUNREACH);
-        const weft_cq_err_entry e2 = c.wait_err(op_ctx(4), 60000);
-        WEFT_TCHECK_EQ(e2.err, WEFT_EHOSTUNREACH);
-        c.final_barrier = false;
-    }, opt));
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, &one, sizeof(one), nullptr, c.peer(1), 9, op_ctx(2));
+            });
+            (void)c.wait_ok(op_ctx(2));
+            fill_pattern(buf.data(), len, 5);
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, buf.data(), len, nullptr, c.peer(1), 10, op_ctx(3));
+            });
+            std::uint64_t y = 0;
+            c.post("trecv", [&] {
+                return weft_trecv(c.ep, &y, sizeof(y), nullptr, c.peer(1), 11, 0, op_ctx(4));
+            });
+            c.barrier();
+            const weft_cq_err_entry e1 = c.wait_err(op_ctx(3), 60000);
+            WEFT_TCHECK_EQ(e1.err, WEFT_EHOSTUNREACH);
+            const weft_cq_err_entry e2 = c.wait_err(op_ctx(4), 60000);
+            WEFT_TCHECK_EQ(e2.err, WEFT_EHOSTUNREACH);
+            c.final_barrier = false;
+        },
+        opt));
 }
 
 // A rendezvous header with a forged remote key: the reader's RDMA read is
@@ -269,56 +280,68 @@ TEST_F(verbs_test, forged_remote_key_fails_the_receive)
 {
     weft::test::run_options opt;
     opt.allow_log_errors = true;
-    ASSERT_TRUE(run(2, [](rank_ctx &c) {
-        const std::size_t len = 128 * kib;
-        std::vector<unsigned char> buf(len);
-        if (c.rank == 1) {
-            c.post("trecv", [&] {
-                return weft_trecv(c.ep, buf.data(), len, nullptr, c.peer(0), 0x77, 0, op_ctx(1));
-            });
-            c.barrier();
-            const weft_cq_err_entry e = c.wait_err(op_ctx(1));
-            WEFT_TCHECK_EQ(e.err, WEFT_EACCES);
-            WEFT_TCHECK(std::strlen(e.err_str) > 0);
-            c.final_barrier = false;
-            return;
-        }
-        // Rank 0 sends a real message first (to connect), then a raw rts
-        // through its transport, naming its buffer with a key that is not one.
-        const std::uint64_t one = 1;
-        c.barrier();
-        weft::transport::iface *tl = verbs_of(c.ep);
-        WEFT_TCHECK(tl != nullptr);
-        weft::transport::wire_address peer{};
-        WEFT_TCHECK(c.ep->av->lookup(c.peer(1), peer) == weft::base::status::ok);
-        weft::transport::conn_id conn = 0;
-        WEFT_TCHECK(tl->connect(peer, conn) == weft::base::status::ok);
-        c.post("tsend", [&] {
-            return weft_tsend(c.ep, &one, sizeof(one), nullptr, c.peer(1), 0x1, op_ctx(5));
-        });
-        (void)c.wait_ok(op_ctx(5));
-        const weft::proto::rndv_rts_hdr h{0x77,
-                                          0,
-                                          len,
-                                          0x1234,
-                                          {reinterpret_cast<std::uint64_t>(buf.data()), 0xdead},
-                                          weft::proto::rts_flag_zcopy,
-                                          0};
-        // Credits: the engine's first send carried the initial grant; one message
-        // more is within it.
-        for (;;) {
-            const weft::base::status st = weft::transport::send_short(
-                tl, conn, unsigned(weft::proto::am_id::rndv_rts), &h, sizeof(h), nullptr, 0);
-            if (st == weft::base::status::ok) {
-                break;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            const std::size_t len = 128 * kib;
+            std::vector<unsigned char> buf(len);
+            if (c.rank == 1) {
+                c.post("trecv", [&] {
+                    return weft_trecv(c.ep, buf.data(), len, nullptr, c.peer(0), 0x77, 0,
+                                      op_ctx(1));
+                });
+                c.barrier();
+                const weft_cq_err_entry e = c.wait_err(op_ctx(1));
+                WEFT_TCHECK_EQ(e.err, WEFT_EACCES);
+                WEFT_TCHECK(std::strlen(e.err_str) > 0);
+                c.final_barrier = false;
+                return;
             }
-            WEFT_TCHECK(st == weft::base::status::again);
-            c.poll();
-        }
-        c.progress_for(3000);
-        c.final_barrier = false;
-        c.check_unclaimed = false;
-    }, opt));
+            // Rank 0 sends a real message first (to connect), then a raw rts
+            // through its transport, naming its buffer with a key that is not one.
+            const std::uint64_t one = 1;
+            c.barrier();
+            weft::transport::iface *tl = verbs_of(c.ep);
+            WEFT_TCHECK(tl != nullptr);
+            weft::transport::address peer;
+            WEFT_TCHECK(c.ep->av->lookup(c.peer(1), peer) == weft::base::status::ok);
+            weft::transport::conn_id conn = 0;
+            WEFT_TCHECK(tl->connect(peer, conn) == weft::base::status::ok);
+            c.post("tsend", [&] {
+                return weft_tsend(c.ep, &one, sizeof(one), nullptr, c.peer(1), 0x1, op_ctx(5));
+            });
+            (void)c.wait_ok(op_ctx(5));
+            // An rts (header + the tag module's match bytes) naming our buffer with a
+            // key that is no key of ours.
+            weft::proto::rndv_rts_hdr h{};
+            h.sreq = 0x1234;
+            h.total_len = len;
+            h.addr = reinterpret_cast<std::uint64_t>(buf.data());
+            const std::uint32_t forged = 0xdead;
+            std::memcpy(h.rkey, &forged, sizeof(forged));
+            h.rkey_len = sizeof(forged);
+            h.flags = weft::proto::rts_flag_get;
+            h.match_len = sizeof(weft::proto::tag_match);
+            const weft::proto::tag_match m{0x77, 0, 0, 0};
+            unsigned char msg[sizeof(h) + sizeof(m)];
+            std::memcpy(msg, &h, sizeof(h));
+            std::memcpy(msg + sizeof(h), &m, sizeof(m));
+            // Unmetered (an rts spends no credit), no credit prefix.
+            for (;;) {
+                const weft::base::status st = weft::transport::send_short(
+                    tl, conn, weft::transport::make_am(unsigned(weft::proto::am_id::rndv_rts), 0),
+                    msg, sizeof(msg), nullptr, 0);
+                if (st == weft::base::status::ok) {
+                    break;
+                }
+                WEFT_TCHECK(st == weft::base::status::again);
+                c.poll();
+            }
+            c.progress_for(3000);
+            c.final_barrier = false;
+            c.check_unclaimed = false;
+        },
+        opt));
 }
 
 // fork() with registered memory: after rank 0's buffers are registered (a first
@@ -383,11 +406,11 @@ TEST_F(verbs_test, mr_reg_on_a_verbs_domain)
     weft_info *hints = weft_info_alloc();
     std::snprintf(hints->transport, sizeof(hints->transport), "verbs");
     weft_info *info = nullptr;
-    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints, &info), 0);
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints, nullptr, &info), 0);
     weft_info_free(hints);
     weft_fabric_t *fabric = nullptr;
     weft_domain_t *domain = nullptr;
-    ASSERT_EQ(weft_fabric_open(info, &fabric), 0);
+    ASSERT_EQ(weft_fabric_open(info, nullptr, &fabric), 0);
     ASSERT_EQ(weft_domain_open(fabric, info, &domain), 0);
     std::vector<unsigned char> a(64 * kib), b(4 * kib);
     weft_mr_t *ma = nullptr;
@@ -395,8 +418,21 @@ TEST_F(verbs_test, mr_reg_on_a_verbs_domain)
     ASSERT_EQ(weft_mr_reg(domain, a.data(), a.size(), WEFT_ACCESS_REMOTE_READ, 0, &ma), 0);
     ASSERT_EQ(weft_mr_reg(domain, b.data(), b.size(), WEFT_ACCESS_REMOTE_WRITE, 0, &mb), 0);
     EXPECT_NE(weft_mr_key(ma), weft_mr_key(mb));
-    EXPECT_NE(ma->verbs, nullptr);
-    EXPECT_EQ(weft_mr_key(ma), ma->verbs->rkey());
+    // The packed key has the verbs part: the port's rkey of the registration.
+    unsigned char key[WEFT_MR_KEY_MAX];
+    std::size_t klen = sizeof(key);
+    ASSERT_EQ(weft_mr_pack_key(ma, key, &klen), 0);
+    ASSERT_EQ(ma->handles.size(), 1U);
+    const auto *mr = reinterpret_cast<const ibv_mr *>(ma->handles[0]);
+    weft::proto::key_view v;
+    ASSERT_EQ(weft::proto::parse_key(key, klen, v), weft::base::status::ok);
+    const std::uint8_t *part = nullptr;
+    std::size_t part_len = 0;
+    ASSERT_TRUE(v.find(3, part, part_len));  // the verbs wire id
+    ASSERT_EQ(part_len, 4U);
+    std::uint32_t rkey = 0;
+    std::memcpy(&rkey, part, sizeof(rkey));
+    EXPECT_EQ(rkey, mr->rkey);
     // Memory that does not exist cannot be registered: an error, not a crash.
     weft_mr_t *bad = nullptr;
     {
@@ -416,26 +452,26 @@ TEST_F(verbs_test, getinfo_lists_each_port_as_a_domain)
     weft_info *hints = weft_info_alloc();
     std::snprintf(hints->transport, sizeof(hints->transport), "verbs");
     weft_info *info = nullptr;
-    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints, &info), 0);
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints, nullptr, &info), 0);
     std::vector<std::string> names;
     for (const weft_info *i = info; i != nullptr; i = i->next) {
         EXPECT_STREQ(i->transport, "verbs");
         names.emplace_back(i->domain_name);
     }
-    ASSERT_EQ(names.size(), verbs::active_ports().size());
+    ASSERT_EQ(names.size(), verbs::all_active_ports().size());
     for (std::size_t i = 0; i < names.size(); ++i) {
-        EXPECT_EQ(names[i], verbs::active_ports()[i].name);
+        EXPECT_EQ(names[i], verbs::all_active_ports()[i].name);
     }
     // A domain name in the hints selects that port only.
     std::snprintf(hints->domain_name, sizeof(hints->domain_name), "%s", names.back().c_str());
     weft_info *one = nullptr;
-    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints, &one), 0);
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints, nullptr, &one), 0);
     ASSERT_NE(one, nullptr);
     EXPECT_EQ(one->next, nullptr);
     EXPECT_EQ(std::string(one->domain_name), names.back());
     std::snprintf(hints->domain_name, sizeof(hints->domain_name), "no-such-port");
     weft_info *none = nullptr;
-    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints, &none), -WEFT_ENODEV);
+    EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints, nullptr, &none), -WEFT_ENODEV);
     weft_info_free(one);
     weft_info_free(info);
     weft_info_free(hints);

@@ -1,0 +1,184 @@
+#pragma once
+// One-sided put and get (GASNet-EX's extended API over its core): on the
+// transport's own put or get when it has one for this peer and key (verbs RDMA,
+// self's copy), and otherwise over active messages, which every transport has:
+//
+//   put: the data goes in am_id::put pieces (metered), each naming its target
+//        address; the target checks the region (region.hpp), copies, and
+//        answers am_id::put_ack per piece; the put completes (visible at the
+//        target) when every byte is acknowledged.
+//   get: am_id::get asks for [raddr, raddr + len); the target checks and
+//        answers with am_id::get_reply pieces (or one carrying the error).
+//
+// The initiator checks the range and access rights the packed key gives
+// before it sends anything; the target checks again against its region table
+// (a key of a closed region, or a forged one, is refused there): target memory
+// outside a live registration is never touched. Errors complete the operation
+// with WEFT_EACCES.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <sys/uio.h>
+
+#include "base/mpool.hpp"
+#include "proto/channel.hpp"
+#include "proto/key.hpp"
+#include "proto/region.hpp"
+#include "proto/rndv.hpp"
+
+namespace weft::proto {
+
+// ------------------------------------------------------------------ wire formats
+
+/// am_id::put: bytes [raddr, raddr + payload length) of the target's region `am_key`.
+struct rma_put_hdr {
+    std::uint64_t op;      ///< initiator's operation id, echoed in the ack
+    std::uint64_t am_key;  ///< the region in the target's table (region.hpp)
+    std::uint64_t raddr;   ///< target address of the first payload byte
+};
+static_assert(sizeof(rma_put_hdr) == 24);
+
+/// am_id::put_ack: a piece of a put was written (or refused).
+struct rma_ack_hdr {
+    std::uint64_t op;     ///< as in rma_put_hdr
+    wire_status status;   ///< 0, or -WEFT_EACCES (refused: the memory is untouched)
+    std::uint32_t bytes;  ///< the piece's length
+};
+static_assert(sizeof(rma_ack_hdr) == 16);
+
+/// am_id::get: read [raddr, raddr + len) of region `am_key`.
+struct rma_get_hdr {
+    std::uint64_t op;
+    std::uint64_t am_key;
+    std::uint64_t raddr;
+    std::uint64_t len;  ///< bounded by the target's WEFT_MAX_MSG_SIZE
+};
+static_assert(sizeof(rma_get_hdr) == 32);
+
+/// am_id::get_reply: bytes [offset, offset + payload length) of a get, or its error.
+struct rma_reply_hdr {
+    std::uint64_t op;
+    std::uint64_t offset;  ///< in order; checked against what arrived
+    wire_status status;    ///< 0, or the error (no payload then)
+    std::uint32_t reserved;
+};
+static_assert(sizeof(rma_reply_hdr) == 24);
+
+// ------------------------------------------------------------------ keys
+
+/// A peer's region as this endpoint addresses it: a packed key (key.hpp)
+/// unpacked for one peer.
+struct remote_key {
+    std::uint64_t peer = 0;  ///< address-vector index it was unpacked for
+    std::uint64_t base = 0;
+    std::uint64_t len = 0;
+    std::uint32_t access = 0;
+    std::uint64_t am_key = 0;
+    bool native = false;  ///< tl_key is valid for the transport the peer is reached by
+    std::uint8_t tl = 0;  ///< that transport's index in the channel
+    transport::rkey tl_key{};
+
+    /// [addr, addr + n) lies in the region and `acc` is granted.
+    [[nodiscard]] bool covers(std::uint64_t addr, std::size_t n, unsigned acc) const noexcept
+    {
+        return (access & acc) == acc && addr >= base && addr - base <= len &&
+               n <= len - (addr - base);
+    }
+};
+
+/// Unpack the packed key at `data` for the peer at address-vector index
+/// `peer` (connecting to it): the part of the transport that reaches it, if the
+/// key has one. bad_message for a malformed key; a connection error otherwise.
+[[nodiscard]] status unpack_key(channel &ch, std::uint64_t peer, const void *data, std::size_t len,
+                                remote_key &out);
+
+/// How a one-sided operation reports its end: fn(ctx, 0 or a positive WEFT_E* code).
+struct rma_completion {
+    void (*fn)(void *ctx, int err);
+    void *ctx;
+};
+
+/// Which path a module takes for an operation (tests force the fallback).
+enum class rma_path : std::uint8_t {
+    best,      ///< the transport's own operation when it has one, else active messages
+    fallback,  ///< active messages always
+};
+
+/// An operation of the initiator (both paths).
+struct rma_op : send_request, tracked_op {
+    std::array<iovec, max_iov> iov;
+    std::uint32_t iovcnt;
+    bool is_get;
+    bool native;  ///< on the transport's own put or get (op_done ends it)
+    bool pushed;  ///< every request piece went
+    int err;      ///< the first error reported by the target
+    std::size_t len;
+    std::size_t sent;  ///< bytes whose pieces went (put), request sent (get)
+    std::size_t done;  ///< bytes acknowledged (put) or arrived (get)
+    std::uint64_t raddr;
+    std::uint64_t am_key;
+    std::uint64_t id;      ///< in rma_module::ops_ (replies name it)
+    std::uint64_t cookie;  ///< the transport's, on the native path
+    rma_completion completion;
+    class rma_module *module;
+};
+
+/// A get the target answers (data pieces, or the error).
+struct rma_reply : send_request {
+    std::uint64_t op;
+    std::uint64_t raddr;
+    std::size_t len;
+    std::size_t offset;
+    wire_status status;
+    class rma_module *module;
+};
+
+class rma_module {
+  public:
+    /// `regions`: the domain's region table (the target side checks requests
+    /// against it).
+    rma_module(channel &ch, const region_table &regions);
+    rma_module(const rma_module &) = delete;
+    rma_module &operator=(const rma_module &) = delete;
+    ~rma_module();
+
+    /// Write `len` bytes gathered from `iov` to [raddr, raddr + len) of the peer
+    /// `key` was unpacked for. 0: started (or done): `c` reports the end, with
+    /// WEFT_EACCES when the key does not cover the range; a negative code:
+    /// nothing started (no memory, -WEFT_EAGAIN, an invalid argument).
+    [[nodiscard]] int put(const iovec *iov, std::size_t iovcnt, std::size_t len,
+                          std::uint64_t raddr, const remote_key &key, rma_completion c,
+                          rma_path path = rma_path::best);
+    /// Read [raddr, raddr + len) of the peer into `iov`; as put.
+    [[nodiscard]] int get(const iovec *iov, std::size_t iovcnt, std::size_t len,
+                          std::uint64_t raddr, const remote_key &key, rma_completion c,
+                          rma_path path = rma_path::best);
+    /// Operations started and not yet completed.
+    [[nodiscard]] std::size_t outstanding() const noexcept { return ops_.size(); }
+
+  private:
+    [[nodiscard]] int start(bool is_get, const iovec *iov, std::size_t iovcnt, std::size_t len,
+                            std::uint64_t raddr, const remote_key &key, rma_completion c,
+                            rma_path path);
+    void finish(rma_op *op, int err);
+    static status push_op(channel &ch, send_request *r);
+    static status push_reply(channel &ch, send_request *r);
+    static void native_done(tracked_op *op, status st);
+    static void on_put(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
+    static void on_ack(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
+    static void on_get(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
+    static void on_reply(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
+    static void peer_failed(void *m, std::uint32_t index, int err);
+    static void source_failed(void *m, unsigned tl, transport::src_id src);
+
+    channel &ch_;
+    const region_table &regions_;
+    base::mpool<rma_op> op_pool_;
+    base::mpool<rma_reply> reply_pool_;
+    id_table<rma_op> ops_;  ///< operations in flight (replies name them by id)
+    static const request_ops op_ops;
+    static const request_ops reply_ops;
+};
+
+}  // namespace weft::proto
