@@ -9,6 +9,11 @@
 # selection line (--mca mtl_weft_verbose 1): the MTL was really used.
 #
 # Exit 77 (skip) only when mpirun or the component is not available.
+#
+# Time limit per run: WEFT_MPI_RUN_TIMEOUT seconds (default 300; doubled when
+# the ranks outnumber the cores). A run normally takes seconds; the limit only
+# turns a hang into a failure, so it is set for a loaded machine (make check -j
+# on 2 cores) and for the Soft-RoCE VM, which sets its own.
 set -u
 
 build=${WEFT_BUILD_DIR:-${top_builddir:-.}}
@@ -61,15 +66,19 @@ run() {
     if [ "$np" -gt "$cores" ]; then
         args+=(--oversubscribe)
     fi
+    local limit=${WEFT_MPI_RUN_TIMEOUT:-300}
+    if [ "$np" -gt "$cores" ]; then
+        limit=$((limit * 2))
+    fi
     local t0=$SECONDS
-    timeout 150 "$mpirun" -np "$np" "${args[@]}" "$@" "$build/test/mpi/$name" >"$log" 2>&1
+    timeout "$limit" "$mpirun" -np "$np" "${args[@]}" "$@" "$build/test/mpi/$name" >"$log" 2>&1
     local rc=$?
     local selected
     selected=$(grep -c "mtl weft: selected on rank" "$log")
     local why=""
     if [ "$rc" -ne 0 ]; then
         why="exit status $rc"
-        [ "$rc" -eq 124 ] && why="timed out after 150 s"
+        [ "$rc" -eq 124 ] && why="timed out after $limit s (WEFT_MPI_RUN_TIMEOUT)"
     elif ! grep -q "^PASS $name" "$log"; then
         why="no PASS line"
     elif [ "$selected" -ne "$np" ]; then

@@ -434,59 +434,69 @@ TEST_P(transport_msg, large_message_received_while_sender_sleeps)
     }
     weft::test::run_options opt;
     opt.timeout_s = 60;
-    const ::testing::AssertionResult result = run(2, [](rank_ctx &c) {
-        constexpr std::size_t len = std::size_t{1} << 20;  // rendezvous, below SHM CMA_MIN
-        constexpr int sleep_ms = 3000;
-        WEFT_TCHECK(c.rndv_threshold < len);
-        std::vector<unsigned char> buf(len + 64, fill_byte);
-        // A round trip first: with manual progress a connection (verbs: the UD
-        // handshake) is made only while both sides call weft, and the header
-        // must be able to leave at once.
-        std::uint64_t word = 0;
-        if (c.rank == 1) {
-            c.post("tsend", [&] {
-                return weft_tsend(c.ep, &word, sizeof(word), nullptr, c.peer(0), 0x1, op_ctx(3));
-            });
-            (void)c.wait_ok(op_ctx(3));
+    const ::testing::AssertionResult result = run(
+        2,
+        [](rank_ctx &c) {
+            constexpr std::size_t len = std::size_t{1} << 20;  // rendezvous, below SHM CMA_MIN
+            constexpr int sleep_ms = 3000;
+            WEFT_TCHECK(c.rndv_threshold < len);
+            std::vector<unsigned char> buf(len + 64, fill_byte);
+            // A round trip first: with manual progress a connection (verbs: the UD
+            // handshake) is made only while both sides call weft, and the header
+            // must be able to leave at once.
+            std::uint64_t word = 0;
+            if (c.rank == 1) {
+                c.post("tsend", [&] {
+                    return weft_tsend(c.ep, &word, sizeof(word), nullptr, c.peer(0), 0x1,
+                                      op_ctx(3));
+                });
+                (void)c.wait_ok(op_ctx(3));
+                c.post("trecv", [&] {
+                    return weft_trecv(c.ep, &word, sizeof(word), nullptr, c.peer(0), 0x2, 0,
+                                      op_ctx(4));
+                });
+                (void)c.wait_ok(op_ctx(4));
+            } else {
+                c.post("trecv", [&] {
+                    return weft_trecv(c.ep, &word, sizeof(word), nullptr, c.peer(1), 0x1, 0,
+                                      op_ctx(3));
+                });
+                (void)c.wait_ok(op_ctx(3));
+                c.post("tsend", [&] {
+                    return weft_tsend(c.ep, &word, sizeof(word), nullptr, c.peer(1), 0x2,
+                                      op_ctx(4));
+                });
+                (void)c.wait_ok(op_ctx(4));
+            }
+            if (c.plays(1)) {
+                fill_pattern(buf.data(), len, seed_of(len, 0x51ee));
+                c.post("tsend", [&] {
+                    return weft_tsend(c.ep, buf.data(), len, nullptr, c.peer(0), 0x5, op_ctx(1));
+                });
+            }
+            c.barrier();  // the header is out
+            if (c.rank == 1) {
+                // No weft call at all: as an application computing between calls.
+                std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+                c.note_progress();  // awake
+                (void)c.wait_ok(op_ctx(1));
+                return;
+            }
+            c.progress_for(200);  // the header arrives; the sender is asleep by now
+            WEFT_TCHECK_EQ(c.progress_mark(), 0U);
             c.post("trecv", [&] {
-                return weft_trecv(c.ep, &word, sizeof(word), nullptr, c.peer(0), 0x2, 0, op_ctx(4));
+                return weft_trecv(c.ep, buf.data(), len + 64, nullptr, c.peer(1), 0x5, 0,
+                                  op_ctx(2));
             });
-            (void)c.wait_ok(op_ctx(4));
-        } else {
-            c.post("trecv", [&] {
-                return weft_trecv(c.ep, &word, sizeof(word), nullptr, c.peer(1), 0x1, 0, op_ctx(3));
-            });
-            (void)c.wait_ok(op_ctx(3));
-            c.post("tsend", [&] {
-                return weft_tsend(c.ep, &word, sizeof(word), nullptr, c.peer(1), 0x2, op_ctx(4));
-            });
-            (void)c.wait_ok(op_ctx(4));
-        }
-        if (c.plays(1)) {
-            fill_pattern(buf.data(), len, seed_of(len, 0x51ee));
-            c.post("tsend",
-                   [&] { return weft_tsend(c.ep, buf.data(), len, nullptr, c.peer(0), 0x5, op_ctx(1)); });
-        }
-        c.barrier();  // the header is out
-        if (c.rank == 1) {
-            // No weft call at all: as an application computing between calls.
-            std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-            c.note_progress();  // awake
-            (void)c.wait_ok(op_ctx(1));
-            return;
-        }
-        c.progress_for(200);  // the header arrives; the sender is asleep by now
-        WEFT_TCHECK_EQ(c.progress_mark(), 0U);
-        c.post("trecv", [&] {
-            return weft_trecv(c.ep, buf.data(), len + 64, nullptr, c.peer(1), 0x5, 0, op_ctx(2));
-        });
-        const weft_cq_tagged_entry e = c.wait_ok(op_ctx(2), nullptr, sleep_ms + 30000);
-        WEFT_TCHECK_MSG(c.progress_mark() == 0,
-                        "the receive completed only after the sender woke up: the data waited "
-                        "for the sender's progress");
-        WEFT_TCHECK_EQ(e.len, len);
-        check_payload(buf.data(), len, len + 64, seed_of(len, 0x51ee), "1 MiB from a sleeping sender");
-    }, opt);
+            const weft_cq_tagged_entry e = c.wait_ok(op_ctx(2), nullptr, sleep_ms + 30000);
+            WEFT_TCHECK_MSG(c.progress_mark() == 0,
+                            "the receive completed only after the sender woke up: the data waited "
+                            "for the sender's progress");
+            WEFT_TCHECK_EQ(e.len, len);
+            check_payload(buf.data(), len, len + 64, seed_of(len, 0x51ee),
+                          "1 MiB from a sleeping sender");
+        },
+        opt);
     ASSERT_TRUE(result);
 }
 
