@@ -43,7 +43,8 @@ const request_ops channel::control_ops{
                send_request *r) { ch.controls_.put(static_cast<control_request *>(r)); },
 };
 
-channel::channel(const channel_params &p, const address_book &av) : params_(p), av_(av)
+channel::channel(const channel_params &p, const address_book &av)
+    : params_(p), av_(av), upcall_(&upcall<table_only>)
 {
     const char *why = "";
     if (pool_.init(params_.credit_cfg, &why) != status::ok) {
@@ -104,7 +105,7 @@ status channel::add_transport(transport::iface *tl, const transport::component *
     tls_[i] = tl;
     components_[i] = c;
     tl_ctx_[i] = {this, i};
-    tl->set_handlers({&am_upcall, &peer_failed_upcall, &op_done_upcall, &wake_upcall, &tl_ctx_[i]});
+    tl->set_handlers({upcall_, &peer_failed_upcall, &op_done_upcall, &wake_upcall, &tl_ctx_[i]});
     if ((tl->attr().caps & transport::cap::on_demand) == 0) {
         poll_[npoll_++] = tl;
     }
@@ -707,62 +708,28 @@ unsigned channel::progress_queued()
 
 // ------------------------------------------------------------------ receiving
 
+void channel::log_rx(unsigned tl, transport::src_id src, const am_entry &e,
+                     const std::uint8_t *data, std::size_t len) const
+{
+    char text[160] = "";
+    if (e.dump != nullptr) {
+        (void)e.dump(data, len, text, sizeof(text));
+    }
+    WEFT_LOG(proto, trace_data, "rx %s from %s sender %u, %zu bytes: %s", e.name,
+             components_[tl]->name, src, len, text);
+}
+
+void channel::overrun(unsigned tl, transport::src_id src) const
+{
+    WEFT_LOG_RATE(proto, error, 16, 4096,
+                  "sender %u of transport %s overran its receive credits: message dropped", src,
+                  components_[tl]->name);
+}
+
 void channel::drop(unsigned tl, transport::src_id src, const char *why)
 {
     WEFT_LOG_RATE(proto, warn, 16, 4096, "dropped a message from sender %u of transport %s: %s",
                   src, components_[tl]->name, why);
-}
-
-void channel::am_upcall(void *arg, transport::src_id src, transport::am_word word, const void *data,
-                        std::size_t len)
-{
-    auto *c = static_cast<tl_ctx *>(arg);
-    channel *ch = c->ch;
-    const auto *bytes = static_cast<const std::uint8_t *>(data);
-    const unsigned am = transport::am_id_of(word);
-    std::uint32_t returned = 0;
-    const bool prefixed = (transport::am_flags_of(word) & am_flag_credits) != 0;
-    if (prefixed) [[unlikely]] {
-        if (len < sizeof(credit_prefix)) {
-            ch->drop(c->index, src, "short credit prefix");
-            return;
-        }
-        returned = load<credit_prefix>(bytes).credits;
-        bytes += sizeof(credit_prefix);
-        len -= sizeof(credit_prefix);
-    }
-    const am_entry &e = ch->am_[am];
-    if (e.handler == nullptr || len < e.min_len) [[unlikely]] {
-        ch->dispatch_slow(c->index, src, am, len, prefixed, returned);
-        return;
-    }
-    peer_state *p = ch->credit_peer(c->index, src);
-    if (p == nullptr) [[unlikely]] {
-        ch->drop(c->index, src, "no flow-control state for the sender (refused, or no credits)");
-        return;
-    }
-    if (e.metered && p->cr.on_message_received(1, ch->pool_) != status::ok) [[unlikely]] {
-        WEFT_LOG_RATE(proto, error, 16, 4096,
-                      "sender %u of transport %s overran its receive credits: message dropped", src,
-                      ch->components_[c->index]->name);
-        return;
-    }
-    if (returned != 0) [[unlikely]] {
-        ch->on_returned(p, src, returned);
-    }
-    rx_context rx{c->index, src, ch->source(c->index, src), e.metered ? p : nullptr, false};
-    if (WEFT_LOG_TRACE_ENABLED && log_proto.enabled(base::log_level::trace_data)) {
-        char text[160] = "";
-        if (e.dump != nullptr) {
-            (void)e.dump(bytes, len, text, sizeof(text));
-        }
-        WEFT_LOG(proto, trace_data, "rx %s from %s sender %u, %zu bytes: %s", e.name,
-                 ch->components_[c->index]->name, src, len, text);
-    }
-    e.handler(e.module, rx, bytes, len);
-    if (e.metered && !rx.held) [[likely]] {
-        ch->release(p, 1);  // the data went where it belongs (or was dropped)
-    }
 }
 
 void channel::dispatch_slow(unsigned tl, transport::src_id src, unsigned am, std::size_t len,

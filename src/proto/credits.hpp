@@ -97,8 +97,8 @@ inline constexpr std::uint32_t credit_max_window = UINT16_MAX;
 /// Flow-control mode of an endpoint, chosen at open.
 enum class credit_mode : std::uint8_t {
     unconfigured = 0,  ///< a pool not set up yet: peers cannot attach (credits are always on)
-    per_peer = 1,     ///< a fixed receive window per peer
-    shared_pool = 2,  ///< one receive pool shared by every peer (SRQ)
+    per_peer = 1,      ///< a fixed receive window per peer
+    shared_pool = 2,   ///< one receive pool shared by every peer (SRQ)
 };
 
 /// What a sender may do with a message, from try_consume().

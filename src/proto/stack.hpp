@@ -11,6 +11,21 @@
 
 namespace weft::proto {
 
+/// The ids the transports' upcall hands to their module with a direct call
+/// (the hottest: an eager tagged message); the others go through the
+/// channel's table. Handlers named here are public statics of their module.
+struct stack_hot_ids {
+    [[gnu::always_inline]] static bool dispatch(unsigned am, const am_entry &e, rx_context &rx,
+                                                const std::uint8_t *data, std::size_t len)
+    {
+        if (am == unsigned(am_id::eager)) [[likely]] {
+            tag_module::on_eager(e.module, rx, data, len);
+            return true;
+        }
+        return false;
+    }
+};
+
 struct stack_params {
     channel_params channel;
     tag_params tag;
@@ -21,6 +36,7 @@ class stack {
     stack(const stack_params &p, const address_book &av, const region_table &regions)
         : ch(p.channel, av), tag(ch, p.tag), rma(ch, regions), amo(ch, regions)
     {
+        ch.set_upcall(&channel::upcall<stack_hot_ids>);
     }
     stack(const stack &) = delete;
     stack &operator=(const stack &) = delete;

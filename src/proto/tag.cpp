@@ -657,22 +657,32 @@ void tag_module::rndv_start(recv_request *r, const rndv_info &rv)
         fail_recv(r, WEFT_EHOSTUNREACH, 0);
         return;
     }
-    r->dst = r->iov.data();
-    r->dst_cnt = r->iovcnt;
-    r->dst_capacity = r->capacity;
-    r->rv_done = &rndv_recv_done;
-    rndv_.start(r, rv);
+    tag_rndv *d = rndv_pool_.get();
+    if (d == nullptr) {
+        fail_recv(r, WEFT_ENOMEM, 0);
+        return;
+    }
+    d->req = r;
+    d->module = this;
+    d->dst = r->iov.data();
+    d->dst_cnt = r->iovcnt;
+    d->dst_capacity = r->capacity;
+    d->rv_done = &rndv_recv_done;
+    r->rdv = d;
+    rndv_.start(d, rv);
 }
 
 void tag_module::rndv_recv_done(rndv_recv *rv, int err, std::size_t received)
 {
-    auto *r = static_cast<recv_request *>(rv);
+    auto *d = static_cast<tag_rndv *>(rv);
+    recv_request *r = d->req;
+    tag_module *m = d->module;
     if (err != 0) {
-        r->module->fail_recv(r, err, 0);
+        m->fail_recv(r, err, 0);
         return;
     }
     r->received = received;
-    r->module->complete_recv(r);
+    m->complete_recv(r);
 }
 
 void tag_module::notify_variable(unexpected_record *u)
@@ -722,7 +732,6 @@ inline recv_request *tag_module::new_recv(const recv_args &a)
     r->op_flags = a.flags;
     r->iovcnt = static_cast<std::uint32_t>(a.iovcnt);
     r->capacity = 0;
-    r->module = this;
     for (std::size_t i = 0; i < a.iovcnt; ++i) {
         r->iov[i] = a.iov[i];
         r->capacity += a.iov[i].iov_len;
@@ -811,7 +820,7 @@ void tag_module::complete_recv(recv_request *r)
     ch_.rx.success({r->context, recv_flags | r->msg_flags, r->total, r->iov[0].iov_base,
                     r->msg_data, r->msg_tag, reported_src(r->msg_src)},
                    wanted);
-    recv_pool_.put(r);
+    free_recv(r);
 }
 
 void tag_module::fail_recv(recv_request *r, int err, std::size_t olen)
@@ -821,6 +830,14 @@ void tag_module::fail_recv(recv_request *r, int err, std::size_t olen)
         {r->context, recv_flags | r->msg_flags, len, r->iovcnt > 0 ? r->iov[0].iov_base : nullptr,
          r->msg_data, r->msg_tag, reported_src(r->msg_src)},
         {err, 0, olen});
+    free_recv(r);
+}
+
+void tag_module::free_recv(recv_request *r)
+{
+    if (r->rdv != nullptr) [[unlikely]] {
+        rndv_pool_.put(r->rdv);
+    }
     recv_pool_.put(r);
 }
 

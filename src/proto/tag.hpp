@@ -86,22 +86,33 @@ static_assert(sizeof(tag_match) <= rndv_match_max);
 
 // ------------------------------------------------------------------ requests
 
-/// A posted receive (and the target of a rendezvous transfer into it).
-struct recv_request : posted_recv, rndv_recv {
+struct tag_rndv;
+
+/// A posted receive: three cache lines, every one of them touched by an eager
+/// match (posted_recv and the completion's fields, then the buffers). A
+/// rendezvous into it keeps its state apart (tag_rndv), so that the common
+/// case carries none of it.
+struct alignas(64) recv_request : posted_recv {
     void *context;
     std::uint64_t op_flags;  ///< WEFT_COMPLETION ...
-    std::array<iovec, max_iov> iov;
     std::uint32_t iovcnt;
     std::uint32_t msg_src;  ///< filled when matched:
+    std::size_t capacity;   ///< bytes the buffers hold
+    std::size_t total;      ///< message length
+    std::size_t received;   ///< bytes seen so far (copied or dropped past capacity)
     std::uint64_t msg_tag;
     std::uint64_t msg_data;
-    std::uint64_t msg_flags;  ///< WEFT_REMOTE_CQ_DATA if data came
-    std::size_t capacity;     ///< bytes the buffers hold
-    std::size_t total;        ///< message length
-    std::size_t received;     ///< bytes seen so far (copied or dropped past capacity)
+    std::uint64_t msg_flags;         ///< WEFT_REMOTE_CQ_DATA if data came
+    struct tag_rndv *rdv = nullptr;  ///< while a rendezvous writes into it
+    std::array<iovec, max_iov> iov;
+};
+static_assert(sizeof(recv_request) == 192, "recv_request: three cache lines");
+
+/// A rendezvous into a posted receive (from the module's pool, while it runs).
+struct tag_rndv : rndv_recv {
+    recv_request *req;
     class tag_module *module;
 };
-static_assert(sizeof(recv_request) <= 320, "recv_request: five cache lines at most");
 
 /// A message that arrived before its receive (possibly still being reassembled),
 /// a rendezvous header whose data waits at the sender, or a variable message
@@ -212,6 +223,10 @@ class tag_module {
     /// Rendezvous sends waiting for their receiver (tests, diagnostics).
     [[nodiscard]] std::size_t rndv_sends() const noexcept { return rndv_.waiting_sends(); }
 
+    /// The eager handler (am_id::eager), public for the stack's direct dispatch
+    /// (stack_hot_ids); registered in the table like every other.
+    static void on_eager(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
+
   private:
     // Send side.
     [[nodiscard, gnu::always_inline]] inline status send_now(peer_state *p, const send_args &a);
@@ -230,7 +245,6 @@ class tag_module {
     void complete_send(void *context, std::uint64_t flags, std::uint64_t tag);
 
     // Receive side.
-    static void on_eager(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
     static void on_eager_data(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
     static void on_first(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
     static void on_frag(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
@@ -274,6 +288,7 @@ class tag_module {
     rndv_module rndv_;
     matcher matcher_;
     base::mpool<recv_request> recv_pool_;
+    base::mpool<tag_rndv> rndv_pool_;
     base::mpool<unexpected_record> unexp_pool_;
     base::mpool<tag_send> send_pool_;
     base::bufpool buffers_;  ///< unexpected payloads above unexpected_inline, inject copies

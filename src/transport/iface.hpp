@@ -144,7 +144,8 @@ inline constexpr std::size_t max_rkey_size = 16;
 /// A peer's memory as one transport addresses it: unpacked from the bytes its
 /// memory domain packed (iface::unpack_rkey), used by put, get and atomic.
 struct rkey {
-    std::uint64_t w[2];  ///< transport-specific (verbs: the rkey; self: memory domain, region slot, generation)
+    std::uint64_t w[2];  ///< transport-specific (verbs: the rkey; self: memory domain, region slot,
+                         ///< generation)
 };
 
 /// A local buffer made readable by one peer's get for the length of a transfer
