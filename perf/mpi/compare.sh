@@ -24,6 +24,9 @@ usage: perf/mpi/compare.sh [options]
                      bandwidth MB/s, rate messages/s) to FILE
   --out DIR          write DIR/results.txt (tables), results.csv, raw.csv (every
                      measurement) and results.png (default: ./mpi-results)
+  --before DIR       also run the weft MTL of another build (DIR holds its
+                     mca_mtl_weft.so, e.g. OLD_BUILD/.libs) as backend "before",
+                     interleaved with the others: the tables add weft / before
   --bench-bin PATH   the mpi_bench program (default: $MPI_BENCH, else
                      ./perf/mpi/mpi_bench in the current build directory, else
                      build trees next to the sources)
@@ -50,6 +53,7 @@ np=2
 csv=""
 out="mpi-results"
 bench_bin=""
+before_dir=""
 extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -61,6 +65,7 @@ while [ $# -gt 0 ]; do
         --csv) [ $# -ge 2 ] || die "--csv needs a file"; csv="$2"; shift 2 ;;
         --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
         --bench-bin) [ $# -ge 2 ] || die "--bench-bin needs a path"; bench_bin="$2"; shift 2 ;;
+        --before) [ $# -ge 2 ] || die "--before needs a directory"; before_dir="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage >&2; die "unknown option $1" ;;
@@ -74,11 +79,22 @@ if [ "$np" -lt 2 ] || [ $((np % 2)) -ne 0 ]; then
 fi
 IFS=',' read -r -a bench_list <<<"$benches"
 IFS=',' read -r -a backend_list <<<"$backends"
+if [ -n "$before_dir" ] && [[ " ${backend_list[*]} " != *" before "* ]]; then
+    # Right after weft, so that the two see the machine in the same state.
+    with=()
+    for b in "${backend_list[@]}"; do
+        with+=("$b")
+        [ "$b" = weft ] && with+=(before)
+    done
+    [[ " ${with[*]} " == *" before "* ]] || with=(before "${with[@]}")
+    backend_list=("${with[@]}")
+fi
 for b in "${bench_list[@]}"; do
     case "$b" in lat|bw|bibw|mbw|rate) ;; *) die "unknown benchmark '$b'" ;; esac
 done
 for b in "${backend_list[@]}"; do
-    case "$b" in weft|ucx|vader) ;; *) die "unknown backend '$b' (weft, ucx, vader)" ;; esac
+    case "$b" in weft|ucx|vader) ;; before) [ -n "$before_dir" ] || die "backend before needs --before DIR" ;;
+        *) die "unknown backend '$b' (weft, before, ucx, vader)" ;; esac
 done
 
 # ------------------------------------------------------------------ find the programs
@@ -106,6 +122,10 @@ if [[ " ${backend_list[*]} " == *" weft "* ]]; then
     [ -f "$mtl_dir/mca_mtl_weft.so" ] || die "mca_mtl_weft.so not in $mtl_dir (set WEFT_MTL_DIR)"
     mtl_dir=$(cd "$mtl_dir" && pwd)
 fi
+if [ -n "$before_dir" ]; then
+    [ -f "$before_dir/mca_mtl_weft.so" ] || die "mca_mtl_weft.so not in $before_dir (--before)"
+    before_dir=$(cd "$before_dir" && pwd)
+fi
 note "using $bench_bin"
 
 mpirun="${MPIRUN:-mpirun}"
@@ -119,6 +139,7 @@ launch=("$mpirun" -np "$np" --bind-to core)
 backend_args() {
     case "$1" in
         weft) echo "--mca mca_base_component_path $mtl_dir:$ompi_dir --mca pml cm --mca mtl weft" ;;
+        before) echo "--mca mca_base_component_path $before_dir:$ompi_dir --mca pml cm --mca mtl weft" ;;
         # Debian disables pml ucx by default, and without RDMA devices Open MPI
         # 4.1 refuses it unless told any transport and device will do.
         ucx) echo "--mca pml ucx --mca opal_common_ucx_tls any --mca opal_common_ucx_devices any" ;;
@@ -154,7 +175,8 @@ for be in "${backend_list[@]}"; do
         cat "$work/check_$be.txt" >&2
         die "backend $be does not run (see above)"
     fi
-    if [ "$be" = weft ] && [ "$(grep -c 'mtl weft: selected on rank' "$work/check_$be.txt")" -ne "$np" ]; then
+    if { [ "$be" = weft ] || [ "$be" = before ]; } &&
+        [ "$(grep -c 'mtl weft: selected on rank' "$work/check_$be.txt")" -ne "$np" ]; then
         cat "$work/check_$be.txt" >&2
         die "the weft MTL was not selected on every rank"
     fi
@@ -225,21 +247,22 @@ awk -F, -v reps="$reps" -v np="$np" '
         for (i = 1; i <= nb; i++) {
             b = benches[i]
             printf "\n# %s\n", title[b]
-            printf "# best = %s of %d reps; ratio = weft / the better of ucx and vader\n", \
-                b == "lat" ? "min" : "max", reps
+            printf "# best = %s of %d reps; ratio = weft / the better of ucx and vader%s\n", \
+                b == "lat" ? "min" : "max", reps, have[b, "before"] ? "; vs.before = weft / before" : ""
             printf "%9s", "size"
-            split("weft ucx vader", all, " ")
-            for (j = 1; j <= 3; j++) if (have[b, all[j]]) printf " %12s %12s", all[j] ".best", all[j] ".median"
+            split("weft before ucx vader", all, " ")
+            for (j = 1; j <= 4; j++) if (have[b, all[j]]) printf " %12s %12s", all[j] ".best", all[j] ".median"
             if (have[b, "weft"] && (have[b, "ucx"] || have[b, "vader"])) printf " %10s %12s", "ratio.best", "ratio.median"
+            if (have[b, "weft"] && have[b, "before"]) printf " %16s %18s", "vs.before.best", "vs.before.median"
             printf "\n"
             ns = split(order[b], sz, " ")
             for (s = 1; s <= ns; s++) {
                 z = sz[s]
                 printf "%9s", z
-                for (j = 1; j <= 3; j++) if (have[b, all[j]]) printf " %12.4g %12.4g", best(b, z, all[j]), md[b, z, all[j]]
+                for (j = 1; j <= 4; j++) if (have[b, all[j]]) printf " %12.4g %12.4g", best(b, z, all[j]), md[b, z, all[j]]
                 if (have[b, "weft"] && (have[b, "ucx"] || have[b, "vader"])) {
                     ob = ""; om = ""
-                    for (j = 2; j <= 3; j++) {
+                    for (j = 3; j <= 4; j++) {
                         be = all[j]
                         if (!have[b, be]) continue
                         x = best(b, z, be); y = md[b, z, be]
@@ -254,6 +277,12 @@ awk -F, -v reps="$reps" -v np="$np" '
                     rb = ob > 0 ? best(b, z, "weft") / ob : 0
                     rm = om > 0 ? md[b, z, "weft"] / om : 0
                     printf " %10.3f %12.3f", rb, rm
+                }
+                if (have[b, "weft"] && have[b, "before"]) {
+                    xb = best(b, z, "before"); xm = md[b, z, "before"]
+                    vb = xb > 0 ? best(b, z, "weft") / xb : 0
+                    vm = xm > 0 ? md[b, z, "weft"] / xm : 0
+                    printf " %16.3f %18.3f", vb, vm
                 }
                 printf "\n"
             }

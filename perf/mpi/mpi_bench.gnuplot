@@ -26,7 +26,7 @@ set grid xtics ytics mxtics mytics lc rgb "#dddddd"
 set xtics ("1" 1, "8" 8, "64" 64, "512" 512, "4K" 4096, "32K" 32768, "256K" 262144, "2M" 2097152)
 set xlabel "message size (bytes)"
 
-colour(b) = (b eq "weft") ? "#c0392b" : ((b eq "ucx") ? "#2471a3" : "#229954")
+colour(b) = (b eq "weft") ? "#c0392b" : ((b eq "before") ? "#e59866" : ((b eq "ucx") ? "#2471a3" : "#229954"))
 sel(bench, b) = sprintf("< awk -F, '$1==\"%s\" && $3==\"%s\" && $2>0' '%s'", bench, b, csv)
 
 do for [i = 1:n] {
