@@ -3,9 +3,11 @@
 # and after a change) measured on the same machine in one session, their runs
 # alternating: before, after, before, after, ... so that the machine's slow and
 # fast phases hit both alike. Each run is perf/compare.sh with the weft backend
-# (10 interleaved reps per size inside it); per size and build the table keeps
-# the best and the median over every rep of every run, and the ratio
-# after/before. See docs/performance.md.
+# (10 interleaved reps per size inside it), one benchmark at a time, both builds
+# back to back. Per size and build the table keeps the best rep and the median
+# of the runs' medians; ratio.paired is the median over runs of after/before
+# measured side by side, the one to trust when the machine changes speed
+# during the session. See docs/performance.md.
 #
 #   perf/before_after.sh --before OLD_WEFT_PERF [--after NEW_WEFT_PERF] [options]
 set -euo pipefail
@@ -66,18 +68,27 @@ for which in before after; do
 done
 echo "before_after.sh: both builds verified; $runs alternations" >&2
 
+# Each run measures one benchmark with both builds back to back, the order
+# flipped every run (before, after; after, before; ...), so a slow phase of the
+# machine (minutes long on this kind of host) falls on both alike; the paired
+# ratio below compares only measurements taken side by side.
+IFS=',' read -r -a bench_list <<<"$benches"
 for run in $(seq 1 "$runs"); do
-    for which in before after; do
-        bin=$before
-        [ "$which" = after ] && bin=$after
-        "$here/compare.sh" --backend weft --no-check --bench "$benches" "${quick[@]}" \
-            --weft-perf "$bin" --csv "$work/run.csv" >"$work/run.log" 2>&1 ||
-            { tail -30 "$work/run.log" >&2; die "$which run $run failed"; }
-        awk -F, -v w="$which" -v r="$run" 'NR > 1 { print w "," r "," $1 "," $2 "," $4 "," $5 }' \
-            "$work/run.csv" >>"$work/all.csv"
-        printf '%s ' "$which" >&2
+    order=(before after)
+    [ $((run % 2)) -eq 0 ] && order=(after before)
+    for bench in "${bench_list[@]}"; do
+        for which in "${order[@]}"; do
+            bin=$before
+            [ "$which" = after ] && bin=$after
+            "$here/compare.sh" --backend weft --no-check --bench "$bench" "${quick[@]}" \
+                --weft-perf "$bin" --csv "$work/run.csv" >"$work/run.log" 2>&1 ||
+                { tail -30 "$work/run.log" >&2; die "$which run $run ($bench) failed"; }
+            awk -F, -v w="$which" -v r="$run" 'NR > 1 { print w "," r "," $1 "," $2 "," $4 "," $5 }' \
+                "$work/run.csv" >>"$work/all.csv"
+        done
+        printf '%s ' "$bench" >&2
     done
-    echo "(run $run)" >&2
+    echo "(run $run: ${order[*]})" >&2
 done
 
 # Per benchmark, size and build: best = the best rep of every run (min for
@@ -95,6 +106,8 @@ awk -F, '
         # rep, so the best rep of those is not in the CSV: use the median there.
         if (!(g in best) || (lat && $5 < best[g]) || (!lat && $6 > best[g])) best[g] = lat ? $5 : $6
         v[g, ++n[g]] = $6
+        run[g, $2] = $6
+        if ($2 > maxrun) maxrun = $2
     }
     function median(g,   m, a, b, x, s) {
         m = n[g]
@@ -103,14 +116,20 @@ awk -F, '
         return (m % 2) ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
     }
     END {
-        print "benchmark,size,before_best,before_median,after_best,after_median,ratio_best,ratio_median"
+        print "benchmark,size,before_best,before_median,after_best,after_median,ratio_best,ratio_median,ratio_paired"
         for (i = 1; i <= nk; i++) {
             k = keys[i]; split(k, f, SUBSEP)
             bb = best[k, "before"]; ab = best[k, "after"]
             bm = median(k SUBSEP "before"); am = median(k SUBSEP "after")
             rb = bb > 0 ? ab / bb : 0
             rm = bm > 0 ? am / bm : 0
-            printf "%s,%s,%.6g,%.6g,%.6g,%.6g,%.4f,%.4f\n", f[1], f[2], bb, bm, ab, am, rb, rm
+            # paired: the median over runs of (after / before) within one run
+            pk = k SUBSEP "paired"; n[pk] = 0
+            for (r = 1; r <= maxrun; r++)
+                if ((k, "before", r) in run && (k, "after", r) in run && run[k, "before", r] > 0)
+                    v[pk, ++n[pk]] = run[k, "after", r] / run[k, "before", r]
+            rp = n[pk] > 0 ? median(pk) : 0
+            printf "%s,%s,%.6g,%.6g,%.6g,%.6g,%.4f,%.4f,%.4f\n", f[1], f[2], bb, bm, ab, am, rb, rm, rp
         }
     }' "$work/all.csv" >"$out/before_after.csv"
 cp "$work/all.csv" "$out/raw.csv"
@@ -121,8 +140,8 @@ awk -F, -v runs="$runs" '
         cur = $1
         unit = cur == "lat" ? "us, lower is better" : (cur == "rate" ? "messages/s, higher is better" : "MB/s, higher is better")
         printf "\n# %s (%s); %d runs of each build, alternating; ratio = after / before\n", cur, unit, runs
-        printf "%10s %14s %14s %14s %14s %11s %12s\n", "size", "before.best", "before.median", "after.best", "after.median", "ratio.best", "ratio.median"
+        printf "%10s %14s %14s %14s %14s %11s %12s %12s\n", "size", "before.best", "before.median", "after.best", "after.median", "ratio.best", "ratio.median", "ratio.paired"
     }
-    { printf "%10s %14.4g %14.4g %14.4g %14.4g %11.3f %12.3f\n", $2, $3, $4, $5, $6, $7, $8 }
+    { printf "%10s %14.4g %14.4g %14.4g %14.4g %11.3f %12.3f %12.3f\n", $2, $3, $4, $5, $6, $7, $8, $9 }
 ' "$out/before_after.csv" | tee "$out/before_after.txt"
 echo "before_after.sh: wrote $out/before_after.txt, before_after.csv, raw.csv" >&2
