@@ -65,11 +65,39 @@ struct tx_view {
             }
             // pos was reloaded by the failed CAS.
         } else if (dif < 0) {
-            return nullptr;  // full
+            return nullptr;  // full (or corrupted: fifo_corrupted tells)
         } else {
-            pos = v.tail->load(std::memory_order_relaxed);  // another producer took pos
+            // Another producer took pos: its tail CAS came before its seq store,
+            // which we acquired, so the tail has moved. If it has not, the FIFO
+            // was written by someone who does not follow the protocol: give up
+            // rather than spin (fifo_corrupted tells).
+            const std::uint32_t now = v.tail->load(std::memory_order_relaxed);
+            if (now == pos) [[unlikely]] {
+                return nullptr;
+            }
+            pos = now;
         }
     }
+}
+
+/// Cold, after fifo_reserve returned nullptr: is the FIFO in a state that no
+/// correct producer or consumer leaves behind (a hostile or broken peer wrote
+/// its tail or a cell's sequence number)? A correct full FIFO has, at the
+/// tail's cell, seq == tail - size (reserved a lap ago, not yet published) or
+/// tail - size + 1 (published, not yet consumed). Anything read here is
+/// untrusted; the verdict only fails this one peer.
+[[nodiscard]] inline bool fifo_corrupted(const tx_view &v) noexcept
+{
+    const std::uint32_t pos = v.tail->load(std::memory_order_relaxed);
+    // Acquire: as in fifo_reserve, a seq past pos implies the tail CAS past pos
+    // happened before, so the second tail load below must see it moved.
+    const std::uint32_t seq = cell_at(v.cells, v.mask, pos)->seq.load(std::memory_order_acquire);
+    const auto dif = static_cast<std::int32_t>(seq - pos);
+    const auto size = static_cast<std::int32_t>(v.mask + 1);
+    if (dif > 0) {
+        return v.tail->load(std::memory_order_relaxed) == pos;
+    }
+    return dif != 0 && dif != -size && dif != 1 - size;
 }
 
 /// Fill the cell header (the payload was written before) and publish it.

@@ -557,6 +557,19 @@ status shm_iface::bad_send(conn_id conn, am_word am, std::size_t hdr_len, std::s
 status shm_iface::send_full(conn_id conn)
 {
     ++stats_.tx_full;
+    if (tx_[conn].dead == 0 && fifo_corrupted(tx_[conn].v)) [[unlikely]] {
+        // Nothing we send can get through: fail this peer (reported from the
+        // next progress, as any dead peer), say it once, and return.
+        WEFT_LOG(shm, error,
+                 "%s: the receive FIFO of peer pid %" PRIu32 " (conn %" PRIu32
+                 ") is corrupted (its tail or a cell's sequence number was overwritten): "
+                 "the peer is failed",
+                 name_.c_str(), conns_[conn].peer.pid(), conn);
+        txs_[conn].dead = 1;
+        ++unreported_;
+        idle_countdown_ = 1;
+        return status::unreachable;
+    }
     // A full FIFO may mean a dead receiver: run the (rate-limited) peer check from
     // here too, since a sender that only sends may never have an idle progress.
     if (--idle_countdown_ == 0) {

@@ -953,6 +953,59 @@ TEST(shm, corrupted_cells_are_dropped_and_freed)
     EXPECT_EQ(shm::get_stats(*b->tl)->dropped_cells, 8U);
 }
 
+/// Overwrite something in `to`'s FIFO as a hostile process could.
+template <class Fn>
+void corrupt_fifo(const address &to, Fn &&fn)
+{
+    shm::mapping m;
+    shm::segment_geometry geo{};
+    ASSERT_EQ(map_peer(to, m, geo), status::ok);
+    fn(shm::seg_header(m.base())->tail, shm::seg_cells(m.base(), geo.layout), geo.fifo_size);
+}
+
+// Issue 10, defect 2: one store into a receive FIFO's tail, or into a cell's
+// sequence number, made every later send to that endpoint spin forever in
+// fifo_reserve with no log line. Now the send returns unreachable at once, the
+// peer is reported failed once, and one error is logged.
+TEST(shm, hostile_fifo_fails_the_peer_instead_of_spinning)
+{
+    for (int variant = 0; variant < 3; ++variant) {
+        SCOPED_TRACE(variant == 0 ? "tail -= 2 * size" : variant == 1 ? "seq ahead" : "seq behind");
+        shm::config cfg = test_config();
+        cfg.fifo_size = 8;
+        auto a = open_ep(1, cfg);
+        auto b = open_ep(2, cfg);
+        ASSERT_TRUE(a && b);
+        conn_id c = invalid_id;
+        ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+        ASSERT_EQ(send_short(*a, c, 1, "x", 1, nullptr, 0), status::ok);
+        ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 1; }));
+        corrupt_fifo(b->addr,
+                     [&](std::atomic<std::uint32_t> &tail, shm::cell *cells, std::uint32_t size) {
+                         const std::uint32_t t = tail.load();
+                         shm::cell &at = cells[t & (size - 1)];
+                         if (variant == 0) {
+                             tail.store(t - 2 * size);
+                         } else if (variant == 1) {
+                             at.seq.store(t + 12345);
+                         } else {
+                             at.seq.store(t - 3 * size);
+                         }
+                     });
+        weft::test::expect_log_errors expect(1);
+        alarm(20);  // the old code spins here forever: end the test program instead
+        EXPECT_EQ(send_short(*a, c, 1, "y", 1, nullptr, 0), status::unreachable);
+        EXPECT_EQ(send_short(*a, c, 1, "z", 1, nullptr, 0), status::unreachable);
+        alarm(0);
+        ASSERT_TRUE(progress_until(
+            {a.get()}, [&] { return !a->failed.empty(); }, 5000));
+        ASSERT_EQ(a->failed.size(), 1U);
+        EXPECT_EQ(a->failed[0].conn, c);
+        EXPECT_EQ(a->failed[0].why, status::unreachable);
+        EXPECT_EQ(expect.count(), 1U) << "one error line, not one per send";
+    }
+}
+
 // ------------------------------------------------------------------ peer failure
 
 /// Pipes between the test and a forked child.
