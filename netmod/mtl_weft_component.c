@@ -85,14 +85,16 @@ static int mtl_weft_component_register(void)
         &mca_mtl_weft_component.priority);
     mca_base_component_var_register(
         &mca_mtl_weft_component.super.mtl_version, "verbose",
-        "1: print one line per rank when the weft MTL is selected (transport, threading, limits)",
+        "1: print one line per rank when the weft MTL is selected (transport, threading, limits); "
+        "2: also, at finalize, how many operations went through the deferred queue",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_mtl_weft_component.verbose);
     mca_base_component_var_register(
         &mca_mtl_weft_component.super.mtl_version, "config",
         "weft configuration for this job, on top of the WEFT_* environment: NAME=value pairs "
-        "separated by commas or semicolons, e.g. \"RNDV_THRESH=32k;SHM_FIFO_SIZE=512\" "
-        "(names as weft_info -c lists them, with or without WEFT_)",
+        "separated by semicolons or commas, e.g. \"RNDV_THRESH=32k;TRANSPORTS=self,shm\" (a comma "
+        "starts a new pair only before NAME=; names as weft_info -c lists them, with or without "
+        "WEFT_)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_mtl_weft_component.config);
     return OMPI_SUCCESS;
@@ -142,7 +144,20 @@ static int mtl_weft_close_objects(void)
     return rc;
 }
 
-/** Apply "NAME=value[,;]NAME=value" to @p config. 0 or the first error (logged by weft). */
+/** Is the text from @p s up to the next ',' or ';' (or the end) NAME=value? */
+static bool mtl_weft_starts_pair(const char *s)
+{
+    size_t n = strcspn(s, ",;");
+    const char *eq = memchr(s, '=', n);
+    return NULL != eq && eq != s;
+}
+
+/**
+ * Apply "NAME=value;NAME=value" (or commas) to @p config. A comma starts a new
+ * pair only when NAME= follows it, so list values keep theirs:
+ * "TRANSPORTS=self,shm,RNDV_THRESH=32k" sets TRANSPORTS to "self,shm".
+ * 0 or the first error (logged by weft).
+ */
 static int mtl_weft_apply_config(weft_config_t *config, const char *pairs)
 {
     if (NULL == pairs || '\0' == pairs[0]) {
@@ -153,17 +168,26 @@ static int mtl_weft_apply_config(weft_config_t *config, const char *pairs)
         return -WEFT_ENOMEM;
     }
     int rc = 0;
-    char *save = NULL;
-    for (char *item = strtok_r(copy, ",;", &save); NULL != item && 0 == rc;
-         item = strtok_r(NULL, ",;", &save)) {
-        char *eq = strchr(item, '=');
-        if (NULL == eq) {
-            opal_output(0, "mtl weft: mtl_weft_config item \"%s\" is not NAME=value", item);
-            rc = -WEFT_EINVAL;
-            break;
+    char *item = copy;
+    while (NULL != item && 0 == rc) {
+        /* The end of this pair: the next ';', or the next ',' that starts one. */
+        char *end = item + strcspn(item, ",;");
+        while (',' == *end && !mtl_weft_starts_pair(end + 1)) {
+            end += 1 + strcspn(end + 1, ",;");
         }
-        *eq = '\0';
-        rc = weft_config_modify(config, item, eq + 1);
+        char *next = '\0' == *end ? NULL : end + 1;
+        *end = '\0';
+        if ('\0' != item[0]) {
+            char *eq = strchr(item, '=');
+            if (NULL == eq || eq == item) {
+                opal_output(0, "mtl weft: mtl_weft_config item \"%s\" is not NAME=value", item);
+                rc = -WEFT_EINVAL;
+                break;
+            }
+            *eq = '\0';
+            rc = weft_config_modify(config, item, eq + 1);
+        }
+        item = next;
     }
     free(copy);
     return rc;
@@ -194,7 +218,7 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
     }
     hints->caps = WEFT_TAGGED;
     /* "auto": one endpoint that reaches each peer by its best transport (self,
-     * shm on the node, verbs or tcp between nodes). */
+     * shm on the node, verbs between nodes). */
     strncpy(hints->transport, "auto", sizeof(hints->transport) - 1);
     hints->domain_attr.progress = WEFT_PROGRESS_MANUAL; /* opal_progress drives it */
     /* MPI_THREAD_MULTIPLE: any thread may call in; otherwise calls are

@@ -105,12 +105,33 @@ done
 
 # A tiny weft send queue: weft refuses sends with -WEFT_EAGAIN all the time, and
 # the MTL's deferred queue must keep order and never block a nonblocking call.
-if run mpi_many 2 -x WEFT_TX_SIZE=8; then
-    if ! grep -q "operations waited in the deferred queue" "$log" ||
-        ! grep "operations waited in the deferred queue" "$log" | grep -qv ": 0 operations"; then
-        echo "FAIL: mpi_many with WEFT_TX_SIZE=8 never used the deferred queue"
+# check_deferred WHAT: the last run used the deferred queue.
+check_deferred() {
+    if ! grep "operations waited in the deferred queue" "$log" | grep -qv ": 0 operations"; then
+        echo "FAIL: mpi_many with $1 never used the deferred queue"
         failed=$((failed + 1))
     fi
+}
+if run mpi_many 2 -x WEFT_TX_SIZE=8; then
+    check_deferred "WEFT_TX_SIZE=8"
+fi
+# The same through the component's configuration parameter, with a list value
+# whose commas are not pair separators: TRANSPORTS must read "self,shm" (or the
+# list the environment gives, e.g. self,verbs in the Soft-RoCE VM).
+if run mpi_many 2 --mca mtl_weft_config "TRANSPORTS=${WEFT_TRANSPORTS:-self,shm},TX_SIZE=8"; then
+    check_deferred "mtl_weft_config TX_SIZE=8"
+fi
+# A name weft does not know: MPI_Init fails on the MTL, saying which.
+bad_name=WEFT_NOT_A_VARIABLE
+timeout 120 "$mpirun" -np 2 "${base_args[@]}" --mca mtl_weft_config "$bad_name=1" \
+    "$build/test/mpi/mpi_p2p" >"$log" 2>&1
+if [ $? -eq 0 ] || ! grep -q "$bad_name" "$log"; then
+    echo "FAIL: mtl_weft_config with an unknown name: expected a failed start naming $bad_name; output:"
+    tail -n 20 "$log" | sed 's/^/    /'
+    failed=$((failed + 1))
+else
+    echo "ok:   mtl_weft_config with an unknown name refused: $(grep -m1 "$bad_name" "$log")"
+    passed=$((passed + 1))
 fi
 
 echo "$passed passed, $failed failed"
