@@ -385,7 +385,17 @@ int weft_av_close(weft_av_t *av);
 int weft_av_insert(weft_av_t *av, const void *addr, size_t count, weft_addr_t *fi_addr,
                    uint64_t flags);
 
-/** Remove addresses; their indices are not reused. */
+/**
+ * Remove addresses; their indices are not reused. For every endpoint bound to
+ * @p av, from the return on: sends and receives directed at a removed index
+ * fail with -WEFT_ENOENT; its queued sends and the receives posted for it
+ * complete with error entries (WEFT_ENOENT for receives); its unexpected
+ * messages are dropped; messages it still sends are reported with source
+ * WEFT_ADDR_NOTAVAIL, or with its new index if it is inserted again. Not to be
+ * called while another thread closes one of those endpoints.
+ * @return 0, or -WEFT_ENOENT if an index was not in the table (the others are
+ *         removed).
+ */
 int weft_av_remove(weft_av_t *av, const weft_addr_t *fi_addr, size_t count, uint64_t flags);
 
 /** Copy the raw address at @p fi_addr into @p addr (*addrlen in: capacity, out: size). */

@@ -734,9 +734,18 @@ int weft_av_remove(weft_av_t *av, const weft_addr_t *fi_addr, size_t count, uint
         return -WEFT_EINVAL;
     }
     int rc = 0;
+    // The endpoints bound to it forget each removed index (outside the AV's
+    // lock: an endpoint's progress takes its own lock, then the AV's).
+    const std::vector<weft_ep *> eps = av->bound_eps();
     for (std::size_t i = 0; i < count; ++i) {
         if (const int r = av->remove(fi_addr[i]); r != 0) {
             rc = r;
+            continue;
+        }
+        for (weft_ep *ep : eps) {
+            if (ep->enabled) {
+                core::ep_forget_peer(ep, static_cast<std::uint32_t>(fi_addr[i]));
+            }
         }
     }
     return rc;
@@ -984,6 +993,9 @@ int weft_ep_close(weft_ep_t *ep)
     if (ep->rx_cntr != ep->tx_cntr) {
         unref(ep->rx_cntr);
     }
+    if (ep->av != nullptr) {
+        ep->av->detach_ep(ep);
+    }
     unref(ep->av);
     unref(ep->domain);
     delete ep;
@@ -1047,6 +1059,7 @@ int weft_ep_bind_av(weft_ep_t *ep, weft_av_t *av)
     }
     ep->av = av;
     av->refs.fetch_add(1, std::memory_order_acq_rel);
+    av->attach_ep(ep);
     return 0;
 }
 
@@ -1150,14 +1163,30 @@ int weft_ep_credits(weft_ep_t *ep, weft_addr_t peer, struct weft_credits *credit
 
 namespace {
 
+/// The total length of @p count iovec entries into @p len; false when the sum
+/// does not fit a size_t, or (with @p need_base, for data transfers) an entry
+/// has no base but a length.
+[[gnu::always_inline]] inline bool iov_total(const struct iovec *iov, std::size_t count,
+                                             std::size_t &len, bool need_base = true) noexcept
+{
+    len = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        if ((need_base && iov[i].iov_base == nullptr && iov[i].iov_len != 0) ||
+            __builtin_add_overflow(len, iov[i].iov_len, &len)) [[unlikely]] {
+            return false;
+        }
+    }
+    return true;
+}
+
 ssize_t iov_cost(weft_ep_t *ep, const struct iovec *iov, size_t count)
 {
     if (ep == nullptr || !ep->enabled || (iov == nullptr && count != 0) || count > proto::max_iov) {
         return -WEFT_EINVAL;
     }
     std::size_t len = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        len += iov[i].iov_len;
+    if (!iov_total(iov, count, len, false)) {  // a cost query reads no data
+        return -WEFT_EINVAL;
     }
     return static_cast<ssize_t>(ep->stack->tag.message_cost(len));
 }
@@ -1187,10 +1216,7 @@ ssize_t weft_tsendmsg(weft_ep_t *ep, const weft_msg_tagged *msg, uint64_t flags)
         return -WEFT_EINVAL;
     }
     std::size_t len = 0;
-    for (std::size_t i = 0; i < msg->iov_count; ++i) {
-        len += msg->msg_iov[i].iov_len;
-    }
-    if (len > ep->info.ep_attr.max_msg_size ||
+    if (!iov_total(msg->msg_iov, msg->iov_count, len) || len > ep->info.ep_attr.max_msg_size ||
         ((flags & WEFT_INJECT) != 0 && len > ep->info.ep_attr.inject_size)) [[unlikely]] {
         return -WEFT_EINVAL;
     }
@@ -1281,6 +1307,10 @@ ssize_t weft_trecvmsg(weft_ep_t *ep, const weft_msg_tagged *msg, uint64_t flags)
     if (ep == nullptr || !ep->enabled || msg == nullptr || (flags & ~ok_flags) != 0 ||
         msg->iov_count > proto::max_iov || (msg->msg_iov == nullptr && msg->iov_count != 0))
         [[unlikely]] {
+        return -WEFT_EINVAL;
+    }
+    std::size_t len = 0;
+    if (!iov_total(msg->msg_iov, msg->iov_count, len)) [[unlikely]] {
         return -WEFT_EINVAL;
     }
     const proto::recv_args a{msg->msg_iov, msg->iov_count, msg->addr, msg->tag,

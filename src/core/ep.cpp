@@ -446,6 +446,12 @@ int ep_enable(weft_ep *ep)
     return 0;
 }
 
+void ep_forget_peer(weft_ep *ep, std::uint32_t index)
+{
+    base::scoped_guard g(ep->lock);  // control path: always (a progress thread may run)
+    ep->stack->ch.forget_peer(index);
+}
+
 void ep_disable(weft_ep *ep)
 {
     if (!ep->enabled) {

@@ -2,6 +2,7 @@
 // Endpoint set-up helpers shared by the C ABI layer (core/api.cpp).
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/objects.hpp"
 
@@ -11,6 +12,8 @@ namespace weft::core {
 [[nodiscard]] int ep_enable(weft_ep *ep);
 /// Undo ep_enable (close transports; pending operations are dropped).
 void ep_disable(weft_ep *ep);
+/// An address-vector entry the endpoint uses was removed (weft_av_remove).
+void ep_forget_peer(weft_ep *ep, std::uint32_t index);
 /// The CQ write function for a format and lock policy.
 [[nodiscard]] void (*cq_writer(weft_cq_format format, bool locked))(void *,
                                                                     const proto::completion &);

@@ -414,6 +414,24 @@ int weft_av::remove(weft_addr_t index)
     return 0;
 }
 
+void weft_av::attach_ep(weft_ep *ep)
+{
+    std::lock_guard g(mutex_);
+    eps_.push_back(ep);
+}
+
+void weft_av::detach_ep(weft_ep *ep)
+{
+    std::lock_guard g(mutex_);
+    std::erase(eps_, ep);
+}
+
+std::vector<weft_ep *> weft_av::bound_eps() const
+{
+    std::lock_guard g(mutex_);
+    return eps_;
+}
+
 std::size_t weft_av::count() const
 {
     std::lock_guard g(mutex_);

@@ -163,6 +163,10 @@ struct weft_av : weft::core::refcounted, weft::proto::address_book {
     weft_addr_t insert_invalid();
     int remove(weft_addr_t index);
     [[nodiscard]] std::size_t count() const;
+    /// Endpoints bound to this AV (told about removals): bind and close.
+    void attach_ep(weft_ep *ep);
+    void detach_ep(weft_ep *ep);
+    [[nodiscard]] std::vector<weft_ep *> bound_eps() const;
 
   private:
     struct key {
@@ -185,7 +189,8 @@ struct weft_av : weft::core::refcounted, weft::proto::address_book {
         unsigned nblobs;
         std::size_t ep_bytes;  ///< sum of the blobs' per-endpoint lengths
     };
-    mutable std::mutex mutex_;  ///< inserts vs. the endpoints' (cold-path) lookups
+    mutable std::mutex mutex_;    ///< inserts vs. the endpoints' (cold-path) lookups
+    std::vector<weft_ep *> eps_;  ///< bound endpoints (under mutex_)
     std::vector<weft::core::av_entry> table_;
     std::vector<tmpl> tmpls_;
     std::unordered_map<std::string, std::uint32_t> tmpl_index_;  ///< node id + shape -> tmpls_

@@ -307,6 +307,23 @@ void channel::fail_peer(std::uint32_t index, int err)
     }
 }
 
+void channel::forget_peer(std::uint32_t index)
+{
+    fail_peer(index, WEFT_ENOENT);
+    if (index < failed_.size()) {
+        failed_[index] = WEFT_ENOENT;  // also when it had failed before: it is gone now
+    }
+    for (unsigned tl = 0; tl < ntls_; ++tl) {
+        for (rx_source &s : sources_[tl]) {
+            if (s.av == index) {
+                // Resolved again by the next message (the AV no longer maps it).
+                s.av = unknown_source;
+                s.resolved = false;
+            }
+        }
+    }
+}
+
 void channel::fail_queue(peer_state *p, int err)
 {
     for (send_request **q : {&p->sol_head, &p->pending_head}) {

@@ -248,6 +248,11 @@ class channel {
     }
     /// Mark the peer at `index` failed and tell everyone (idempotent).
     void fail_peer(std::uint32_t index, int err);
+    /// The address-vector entry at `index` was removed (weft_av_remove): the
+    /// peer fails with WEFT_ENOENT (sends and directed receives towards it
+    /// fail from now on, queued and posted ones with error completions), and
+    /// its senders are no longer known by that index.
+    void forget_peer(std::uint32_t index);
     /// The receive-side state of sender `src` of transport `tl` (nullptr: out of range).
     [[nodiscard, gnu::always_inline]] rx_source *source(unsigned tl, transport::src_id src)
     {

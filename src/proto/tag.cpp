@@ -747,11 +747,17 @@ int tag_module::recv(const recv_args &a)
             return -WEFT_EINVAL;
         }
         src = static_cast<std::uint32_t>(a.src);
-        if (ch_.failed(src) == 0) [[likely]] {
+        const int failed = ch_.failed(src);
+        if (failed == 0) [[likely]] {
             // First contact with this source: connect, so its transport watches it
             // (a directed receive from a peer that dies must fail, not hang).
             int rc = 0;
-            (void)ch_.peer(src, rc);
+            if (ch_.peer(src, rc) == nullptr && rc == -WEFT_EINVAL && ch_.failed(src) == 0)
+                [[unlikely]] {
+                return rc;  // not in the address vector: nothing can ever match
+            }
+        } else if (failed == WEFT_ENOENT) [[unlikely]] {
+            return -WEFT_ENOENT;  // removed from the address vector
         }
     }
     recv_request *r = new_recv(a);
@@ -979,6 +985,29 @@ int tag_module::cancel(void *context)
 void tag_module::peer_failed(void *m, std::uint32_t index, int err)
 {
     auto *self = static_cast<tag_module *>(m);
+    // Unexpected messages from it that can never be delivered: rendezvous
+    // headers whose data stays at a dead sender, or anything from an address
+    // the application removed. Complete eager messages from a dead sender stay
+    // receivable; records still being reassembled belong to their fragments
+    // (source_failed ends those).
+    const bool removed = err == WEFT_ENOENT;
+    std::size_t dropped = 0;
+    self->matcher_.for_each_unexpected([&](unexpected_msg *um) {
+        auto *u = static_cast<unexpected_record *>(um);
+        if (u->src != index || (!u->rndv && (!removed || u->received < u->total))) {
+            return;
+        }
+        self->matcher_.remove_unexpected(u);
+        if (u->rndv && removed) {
+            self->rndv_.discard(u->rv);  // the sender's buffer is free
+        }
+        self->free_unexpected(u);
+        ++dropped;
+    });
+    if (dropped != 0) {
+        WEFT_LOG(proto, info, "dropped %zu unexpected messages from address %u (%s)", dropped,
+                 index, removed ? "removed from the address vector" : "failed");
+    }
     // Receives directed at the failed peer can never match any more.
     std::vector<recv_request *> dead;
     self->matcher_.remove_posted_if(

@@ -197,6 +197,109 @@ TEST(api, endpoint_rules)
     EXPECT_EQ(weft_fabric_close(fabric), 0);
 }
 
+// Issue 10, defects 4 and 5: an iovec entry with no base but a length, and
+// lengths whose sum wraps, are refused before anything is sent or posted
+// (they used to crash in the copy, or send 8 bytes and report success).
+TEST(api, bad_iovecs_are_refused)
+{
+    self_ep s;
+    char buf[16] = {};
+    const iovec null_base[2] = {{buf, 4}, {nullptr, 4}};
+    const iovec wraps[2] = {{buf, SIZE_MAX}, {buf, 9}};
+    EXPECT_EQ(weft_tsendv(s.ep, null_base, nullptr, 2, s.me, 1, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_tsendv(s.ep, wraps, nullptr, 2, s.me, 1, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_trecvv(s.ep, null_base, nullptr, 2, s.me, 1, 0, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_trecvv(s.ep, wraps, nullptr, 2, s.me, 1, 0, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_ep_sendv_cost(s.ep, wraps, 2), -WEFT_EINVAL);
+    EXPECT_EQ(weft_ep_recvv_cost(s.ep, wraps, 2), -WEFT_EINVAL);
+    EXPECT_GT(weft_ep_sendv_cost(s.ep, null_base, 2), 0);  // a cost query reads no data
+    // Nothing was sent or posted: the CQ stays empty, and a good pair still works.
+    weft_cq_tagged_entry e[2];
+    EXPECT_EQ(weft_cq_read(s.cq, e, 2), -WEFT_EAGAIN);
+    const iovec zero_len[2] = {{nullptr, 0}, {buf, 8}};  // a null base with no length is fine
+    ASSERT_EQ(weft_trecv(s.ep, buf + 8, 8, nullptr, s.me, 7, 0, nullptr), 0);
+    ASSERT_EQ(weft_tsendv(s.ep, zero_len, nullptr, 2, s.me, 7, nullptr), 0);
+    int got = 0;
+    for (int i = 0; i < 1000 && got < 2; ++i) {
+        const ssize_t n = weft_cq_read(s.cq, e, 2);
+        if (n > 0) {
+            got += static_cast<int>(n);
+        }
+    }
+    EXPECT_EQ(got, 2);
+}
+
+// Issue 10, defect 6: weft_av_remove is enforced. A removed index (even one
+// with a cached connection) takes no sends and no directed receives; what was
+// posted for it fails, its unexpected messages are dropped, and a sender that
+// is inserted again is reported by its new index.
+TEST(av, removed_and_missing_indices_are_refused)
+{
+    self_ep s;
+    char out[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    char in[8] = {};
+    weft_cq_tagged_entry e[4];
+    auto read_some = [&](int want) {
+        int got = 0;
+        for (int i = 0; i < 1000 && got < want; ++i) {
+            const ssize_t n = weft_cq_read(s.cq, e + got, static_cast<std::size_t>(want - got));
+            if (n > 0) {
+                got += static_cast<int>(n);
+            }
+        }
+        return got;
+    };
+    // Connected and used: the peer record is cached.
+    ASSERT_EQ(weft_trecv(s.ep, in, 8, nullptr, s.me, 1, 0, nullptr), 0);
+    ASSERT_EQ(weft_tsend(s.ep, out, 8, nullptr, s.me, 1, nullptr), 0);
+    ASSERT_EQ(read_some(2), 2);
+    // Never inserted: refused at once.
+    EXPECT_EQ(weft_tsend(s.ep, out, 8, nullptr, 77, 1, nullptr), -WEFT_EINVAL);
+    EXPECT_EQ(weft_trecv(s.ep, in, 8, nullptr, 77, 1, 0, nullptr), -WEFT_EINVAL);
+    // A directed receive waiting, and an unexpected message, then the removal.
+    int ctx = 0;
+    ASSERT_EQ(weft_trecv(s.ep, in, 8, nullptr, s.me, 5, 0, &ctx), 0);
+    ASSERT_EQ(weft_tsend(s.ep, out, 8, nullptr, s.me, 9, nullptr), 0);
+    ASSERT_EQ(read_some(1), 1);  // the send's completion
+    ASSERT_EQ(weft_av_remove(s.av, &s.me, 1, 0), 0);
+    EXPECT_EQ(weft_av_remove(s.av, &s.me, 1, 0), -WEFT_ENOENT);
+    EXPECT_EQ(weft_cq_read(s.cq, e, 1), -WEFT_EAVAIL);
+    weft_cq_err_entry err{};
+    ASSERT_EQ(weft_cq_readerr(s.cq, &err, 0), 1);
+    EXPECT_EQ(err.op_context, &ctx);
+    EXPECT_EQ(err.err, WEFT_ENOENT);
+    EXPECT_EQ(weft_tsend(s.ep, out, 8, nullptr, s.me, 1, nullptr), -WEFT_ENOENT);
+    EXPECT_EQ(weft_trecv(s.ep, in, 8, nullptr, s.me, 9, 0, nullptr), -WEFT_ENOENT);
+    // The unexpected message (tag 9) went with the address: nothing matches it.
+    weft_msg_tagged peek{nullptr, nullptr, 0, WEFT_ADDR_UNSPEC, 9, 0, nullptr, 0};
+    EXPECT_EQ(weft_trecvmsg(s.ep, &peek, WEFT_PEEK), 0);
+    EXPECT_EQ(weft_cq_read(s.cq, e, 1), -WEFT_EAVAIL);  // peek: "no message" error entry
+    ASSERT_EQ(weft_cq_readerr(s.cq, &err, 0), 1);
+    EXPECT_EQ(err.err, WEFT_ENOMSG);
+    // Inserted again: a new index, and its messages report it.
+    std::uint8_t addr[256];
+    std::size_t len = sizeof(addr);
+    ASSERT_EQ(weft_ep_getname(s.ep, addr, &len), 0);
+    weft_addr_t again = WEFT_ADDR_NOTAVAIL;
+    ASSERT_EQ(weft_av_insert(s.av, addr, 1, &again, 0), 1);
+    ASSERT_NE(again, s.me);
+    ASSERT_EQ(weft_trecv(s.ep, in, 8, nullptr, WEFT_ADDR_UNSPEC, 3, 0, nullptr), 0);
+    ASSERT_EQ(weft_tsend(s.ep, out, 8, nullptr, again, 3, nullptr), 0);
+    weft_addr_t from[2] = {WEFT_ADDR_NOTAVAIL, WEFT_ADDR_NOTAVAIL};
+    int got = 0;
+    for (int i = 0; i < 1000 && got < 2; ++i) {
+        const ssize_t n =
+            weft_cq_readfrom(s.cq, e + got, static_cast<std::size_t>(2 - got), from + got);
+        if (n > 0) {
+            got += static_cast<int>(n);
+        }
+    }
+    ASSERT_EQ(got, 2);
+    const int rx = (e[0].flags & WEFT_RECV) != 0 ? 0 : 1;
+    EXPECT_EQ(from[rx], again);
+    EXPECT_EQ(std::memcmp(in, out, 8), 0);
+}
+
 TEST(av, entries_are_compact_and_round_trip)
 {
     static_assert(sizeof(weft::core::av_entry) <= 16);
