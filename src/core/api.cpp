@@ -8,6 +8,7 @@
 #include "base/arch.hpp"
 #include "base/log.hpp"
 #include "core/ep.hpp"
+#include "core/handles.hpp"
 #include "core/objects.hpp"
 #include "core/pmix.hpp"
 #include "proto/key.hpp"
@@ -95,6 +96,9 @@ int config_or_environment(const weft_config_t *config, weft::base::config_store 
 {
     core::init_once();
     if (config != nullptr) {
+        if (!WEFT_LIVE(config)) {
+            return -WEFT_EINVAL;
+        }
         out = config->store;
         return 0;
     }
@@ -115,7 +119,10 @@ extern "C" {
 
 const char *weft_strerror(int errnum)
 {
-    switch (errnum < 0 ? -errnum : errnum) {
+    // Negated as unsigned: -INT_MIN does not fit an int (it lands in default).
+    const unsigned code =
+        errnum < 0 ? 0U - static_cast<unsigned>(errnum) : static_cast<unsigned>(errnum);
+    switch (code) {
         case WEFT_SUCCESS:
             return "success";
         case WEFT_ENOENT:
@@ -285,13 +292,14 @@ int weft_config_read(weft_config_t **config)
         delete c;
         return -WEFT_EINVAL;  // logged, naming the variable
     }
+    weft::core::handle_add(c);
     *config = c;
     return 0;
 }
 
 int weft_config_modify(weft_config_t *config, const char *name, const char *value)
 {
-    if (config == nullptr || name == nullptr || value == nullptr) {
+    if (!WEFT_LIVE(config) || name == nullptr || value == nullptr) {
         return -WEFT_EINVAL;
     }
     core::init_once();
@@ -300,7 +308,8 @@ int weft_config_modify(weft_config_t *config, const char *name, const char *valu
 
 int weft_config_get(const weft_config_t *config, const char *name, char *value, size_t *len)
 {
-    if (config == nullptr || name == nullptr || len == nullptr || (value == nullptr && *len != 0)) {
+    if (!WEFT_LIVE(config) || name == nullptr || len == nullptr ||
+        (value == nullptr && *len != 0)) {
         return -WEFT_EINVAL;
     }
     core::init_once();
@@ -319,7 +328,7 @@ int weft_config_get(const weft_config_t *config, const char *name, char *value, 
 
 int weft_config_print(const weft_config_t *config, FILE *stream, uint64_t flags)
 {
-    if (config == nullptr || stream == nullptr ||
+    if (!WEFT_LIVE(config) || stream == nullptr ||
         (flags & ~(WEFT_CONFIG_PRINT_DOC | WEFT_CONFIG_PRINT_SET)) != 0) {
         return -WEFT_EINVAL;
     }
@@ -350,6 +359,10 @@ int weft_config_print(const weft_config_t *config, FILE *stream, uint64_t flags)
 
 void weft_config_release(weft_config_t *config)
 {
+    if (!WEFT_LIVE(config)) {
+        return;  // NULL, or released already (logged)
+    }
+    weft::core::handle_remove(config);
     delete config;
 }
 
@@ -371,25 +384,27 @@ int weft_fabric_open(const weft_info *info, const weft_config_t *config, weft_fa
     f->config.load(core::core_config_table, &f->cfg);
     f->info = *info;
     f->info.next = nullptr;
+    weft::core::handle_add(f);
     *fabric = f;
     return 0;
 }
 
 int weft_fabric_close(weft_fabric_t *fabric)
 {
-    if (fabric == nullptr) {
+    if (!WEFT_LIVE(fabric)) {
         return -WEFT_EINVAL;
     }
     if (fabric->busy()) {
         return -WEFT_EBUSY;
     }
+    weft::core::handle_remove(fabric);
     delete fabric;
     return 0;
 }
 
 int weft_domain_open(weft_fabric_t *fabric, const weft_info *info, weft_domain_t **domain)
 {
-    if (fabric == nullptr || !info_ok(info) || domain == nullptr) {
+    if (!WEFT_LIVE(fabric) || !info_ok(info) || domain == nullptr) {
         return -WEFT_EINVAL;
     }
     auto *d = new (std::nothrow) weft_domain{};
@@ -427,19 +442,21 @@ int weft_domain_open(weft_fabric_t *fabric, const weft_info *info, weft_domain_t
     }
     d->cfg = fabric->cfg;
     fabric->refs.fetch_add(1, std::memory_order_acq_rel);
+    weft::core::handle_add(d);
     *domain = d;
     return 0;
 }
 
 int weft_domain_close(weft_domain_t *domain)
 {
-    if (domain == nullptr) {
+    if (!WEFT_LIVE(domain)) {
         return -WEFT_EINVAL;
     }
     if (domain->busy()) {
         return -WEFT_EBUSY;
     }
     unref(domain->fabric);
+    weft::core::handle_remove(domain);
     delete domain;
     return 0;
 }
@@ -448,7 +465,7 @@ int weft_domain_close(weft_domain_t *domain)
 
 int weft_cq_open(weft_domain_t *domain, const weft_cq_attr *attr, weft_cq_t **cq)
 {
-    if (domain == nullptr || cq == nullptr) {
+    if (!WEFT_LIVE(domain) || cq == nullptr) {
         return -WEFT_EINVAL;
     }
     const int raw_format = attr != nullptr ? raw_enum(attr->format) : WEFT_CQ_FORMAT_CONTEXT;
@@ -479,19 +496,21 @@ int weft_cq_open(weft_domain_t *domain, const weft_cq_attr *attr, weft_cq_t **cq
     c->read_fn = core::cq_reader(format, c->locked);
     c->manual = domain->info.domain_attr.progress != WEFT_PROGRESS_AUTO;
     domain->refs.fetch_add(1, std::memory_order_acq_rel);
+    weft::core::handle_add(c);
     *cq = c;
     return 0;
 }
 
 int weft_cq_close(weft_cq_t *cq)
 {
-    if (cq == nullptr) {
+    if (!WEFT_LIVE(cq)) {
         return -WEFT_EINVAL;
     }
     if (cq->busy()) {
         return -WEFT_EBUSY;
     }
     unref(cq->domain);
+    weft::core::handle_remove(cq);
     delete cq;
     return 0;
 }
@@ -520,7 +539,7 @@ ssize_t weft_cq_readfrom(weft_cq_t *cq, void *buf, size_t count, weft_addr_t *sr
 
 ssize_t weft_cq_readerr(weft_cq_t *cq, weft_cq_err_entry *entry, uint64_t flags)
 {
-    if (cq == nullptr || entry == nullptr || flags != 0) {
+    if (!WEFT_LIVE(cq) || entry == nullptr || flags != 0) {
         return -WEFT_EINVAL;
     }
     auto take = [&]() -> ssize_t {
@@ -541,7 +560,7 @@ ssize_t weft_cq_readerr(weft_cq_t *cq, weft_cq_err_entry *entry, uint64_t flags)
 
 int weft_cq_wait(weft_cq_t *cq, int timeout_ms)
 {
-    if (cq == nullptr) {
+    if (!WEFT_LIVE(cq)) {
         return -WEFT_EINVAL;
     }
     const std::uint64_t deadline =
@@ -575,7 +594,7 @@ int weft_cq_wait(weft_cq_t *cq, int timeout_ms)
 
 int weft_cntr_open(weft_domain_t *domain, const weft_cntr_attr *attr, weft_cntr_t **cntr)
 {
-    if (domain == nullptr || cntr == nullptr || (attr != nullptr && attr->flags != 0)) {
+    if (!WEFT_LIVE(domain) || cntr == nullptr || (attr != nullptr && attr->flags != 0)) {
         return -WEFT_EINVAL;
     }
     auto *c = new (std::nothrow) weft_cntr{};
@@ -584,19 +603,21 @@ int weft_cntr_open(weft_domain_t *domain, const weft_cntr_attr *attr, weft_cntr_
     }
     c->domain = domain;
     domain->refs.fetch_add(1, std::memory_order_acq_rel);
+    weft::core::handle_add(c);
     *cntr = c;
     return 0;
 }
 
 int weft_cntr_close(weft_cntr_t *cntr)
 {
-    if (cntr == nullptr) {
+    if (!WEFT_LIVE(cntr)) {
         return -WEFT_EINVAL;
     }
     if (cntr->busy()) {
         return -WEFT_EBUSY;
     }
     unref(cntr->domain);
+    weft::core::handle_remove(cntr);
     delete cntr;
     return 0;
 }
@@ -619,7 +640,7 @@ uint64_t weft_cntr_readerr(weft_cntr_t *cntr)
 
 int weft_cntr_add(weft_cntr_t *cntr, uint64_t value)
 {
-    if (cntr == nullptr) {
+    if (!WEFT_LIVE(cntr)) {
         return -WEFT_EINVAL;
     }
     cntr->counter.add(value);  // through the trigger list, as completions are
@@ -628,7 +649,7 @@ int weft_cntr_add(weft_cntr_t *cntr, uint64_t value)
 
 int weft_cntr_set(weft_cntr_t *cntr, uint64_t value)
 {
-    if (cntr == nullptr) {
+    if (!WEFT_LIVE(cntr)) {
         return -WEFT_EINVAL;
     }
     cntr->counter.set(value);
@@ -637,7 +658,7 @@ int weft_cntr_set(weft_cntr_t *cntr, uint64_t value)
 
 int weft_cntr_wait(weft_cntr_t *cntr, uint64_t threshold, int timeout_ms)
 {
-    if (cntr == nullptr) {
+    if (!WEFT_LIVE(cntr)) {
         return -WEFT_EINVAL;
     }
     const std::uint64_t errors = cntr->counter.errors();
@@ -664,7 +685,7 @@ int weft_cntr_wait(weft_cntr_t *cntr, uint64_t threshold, int timeout_ms)
 int weft_av_open(weft_domain_t *domain, const weft_av_attr *attr, weft_av_t **av)
 {
     (void)attr;
-    if (domain == nullptr || av == nullptr) {
+    if (!WEFT_LIVE(domain) || av == nullptr) {
         return -WEFT_EINVAL;
     }
     auto *a = new (std::nothrow) weft_av{};
@@ -673,19 +694,21 @@ int weft_av_open(weft_domain_t *domain, const weft_av_attr *attr, weft_av_t **av
     }
     a->domain = domain;
     domain->refs.fetch_add(1, std::memory_order_acq_rel);
+    weft::core::handle_add(a);
     *av = a;
     return 0;
 }
 
 int weft_av_close(weft_av_t *av)
 {
-    if (av == nullptr) {
+    if (!WEFT_LIVE(av)) {
         return -WEFT_EINVAL;
     }
     if (av->busy()) {
         return -WEFT_EBUSY;
     }
     unref(av->domain);
+    weft::core::handle_remove(av);
     delete av;
     return 0;
 }
@@ -693,7 +716,7 @@ int weft_av_close(weft_av_t *av)
 int weft_av_insert(weft_av_t *av, const void *addr, size_t count, weft_addr_t *fi_addr,
                    uint64_t flags)
 {
-    if (av == nullptr || (addr == nullptr && count != 0) || flags != 0 || count > INT32_MAX) {
+    if (!WEFT_LIVE(av) || (addr == nullptr && count != 0) || flags != 0 || count > INT32_MAX) {
         return -WEFT_EINVAL;
     }
     int inserted = 0;
@@ -730,7 +753,7 @@ int weft_av_insert(weft_av_t *av, const void *addr, size_t count, weft_addr_t *f
 
 int weft_av_remove(weft_av_t *av, const weft_addr_t *fi_addr, size_t count, uint64_t flags)
 {
-    if (av == nullptr || (fi_addr == nullptr && count != 0) || flags != 0) {
+    if (!WEFT_LIVE(av) || (fi_addr == nullptr && count != 0) || flags != 0) {
         return -WEFT_EINVAL;
     }
     int rc = 0;
@@ -753,7 +776,7 @@ int weft_av_remove(weft_av_t *av, const weft_addr_t *fi_addr, size_t count, uint
 
 int weft_av_lookup(weft_av_t *av, weft_addr_t fi_addr, void *addr, size_t *addrlen)
 {
-    if (av == nullptr || addrlen == nullptr || (addr == nullptr && *addrlen != 0)) {
+    if (!WEFT_LIVE(av) || addrlen == nullptr || (addr == nullptr && *addrlen != 0)) {
         return -WEFT_EINVAL;
     }
     transport::address a;
@@ -771,12 +794,12 @@ int weft_av_lookup(weft_av_t *av, weft_addr_t fi_addr, void *addr, size_t *addrl
 
 size_t weft_av_count(weft_av_t *av)
 {
-    return av == nullptr ? 0 : av->count();
+    return !WEFT_LIVE(av) ? 0 : av->count();
 }
 
 int weft_av_load_pmix(weft_av_t *av, weft_ep_t *ep, uint32_t *rank, uint32_t *size)
 {
-    if (av == nullptr || ep == nullptr || !ep->enabled) {
+    if (!WEFT_LIVE(av) || !WEFT_LIVE(ep) || !ep->enabled) {
         return -WEFT_EINVAL;
     }
     if (av->count() != 0) {
@@ -824,7 +847,7 @@ int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t acc
 {
     constexpr std::uint64_t all_access = WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ |
                                          WEFT_ACCESS_REMOTE_WRITE | WEFT_ACCESS_REMOTE_ATOMIC;
-    if (domain == nullptr || mr == nullptr || (buf == nullptr && len != 0) ||
+    if (!WEFT_LIVE(domain) || mr == nullptr || (buf == nullptr && len != 0) ||
         (access & ~all_access) != 0 || flags != 0) {
         return -WEFT_EINVAL;
     }
@@ -860,6 +883,7 @@ int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t acc
         m->handles.push_back(handle);
     }
     domain->refs.fetch_add(1, std::memory_order_acq_rel);
+    weft::core::handle_add(m);
     *mr = m;
     return 0;
 }
@@ -870,7 +894,7 @@ static_assert(WEFT_ACCESS_REMOTE_ATOMIC == transport::access::remote_atomic);
 
 int weft_mr_close(weft_mr_t *mr)
 {
-    if (mr == nullptr) {
+    if (!WEFT_LIVE(mr)) {
         return -WEFT_EINVAL;
     }
     weft_domain *d = mr->domain;
@@ -881,6 +905,7 @@ int weft_mr_close(weft_mr_t *mr)
         }
     }
     unref(d);
+    weft::core::handle_remove(mr);
     delete mr;
     return 0;
 }
@@ -892,12 +917,12 @@ void *weft_mr_desc(weft_mr_t *mr)
 
 uint64_t weft_mr_key(weft_mr_t *mr)
 {
-    return mr == nullptr ? 0 : mr->am_key;
+    return !WEFT_LIVE(mr) ? 0 : mr->am_key;
 }
 
 int weft_mr_pack_key(weft_mr_t *mr, void *buf, size_t *len)
 {
-    if (mr == nullptr || len == nullptr || (buf == nullptr && *len != 0)) {
+    if (!WEFT_LIVE(mr) || len == nullptr || (buf == nullptr && *len != 0)) {
         return -WEFT_EINVAL;
     }
     weft_domain *d = mr->domain;
@@ -926,7 +951,7 @@ int weft_mr_pack_key(weft_mr_t *mr, void *buf, size_t *len)
 int weft_rkey_unpack(weft_ep_t *ep, weft_addr_t peer, const void *buf, size_t len,
                      weft_rkey_t **rkey)
 {
-    if (ep == nullptr || !ep->enabled || buf == nullptr || rkey == nullptr) {
+    if (!WEFT_LIVE(ep) || !ep->enabled || buf == nullptr || rkey == nullptr) {
         return -WEFT_EINVAL;
     }
     *rkey = nullptr;
@@ -944,12 +969,17 @@ int weft_rkey_unpack(weft_ep_t *ep, weft_addr_t peer, const void *buf, size_t le
         return weft::base::to_c(st);
     }
     k->ep = ep;
+    weft::core::handle_add(k);
     *rkey = k;
     return 0;
 }
 
 int weft_rkey_release(weft_rkey_t *rkey)
 {
+    if (!WEFT_LIVE(rkey)) {
+        return -WEFT_EINVAL;
+    }
+    weft::core::handle_remove(rkey);
     delete rkey;
     return 0;
 }
@@ -958,7 +988,7 @@ int weft_rkey_release(weft_rkey_t *rkey)
 
 int weft_ep_open(weft_domain_t *domain, const weft_info *info, weft_ep_t **ep, void *context)
 {
-    if (domain == nullptr || !info_ok(info) || ep == nullptr) {
+    if (!WEFT_LIVE(domain) || !info_ok(info) || ep == nullptr) {
         return -WEFT_EINVAL;
     }
     if (std::strncmp(info->transport, domain->info.transport, sizeof(info->transport)) != 0) {
@@ -975,13 +1005,14 @@ int weft_ep_open(weft_domain_t *domain, const weft_info *info, weft_ep_t **ep, v
     e->info.next = nullptr;
     e->context = context;
     domain->refs.fetch_add(1, std::memory_order_acq_rel);
+    weft::core::handle_add(e);
     *ep = e;
     return 0;
 }
 
 int weft_ep_close(weft_ep_t *ep)
 {
-    if (ep == nullptr) {
+    if (!WEFT_LIVE(ep)) {
         return -WEFT_EINVAL;
     }
     core::ep_disable(ep);
@@ -998,6 +1029,7 @@ int weft_ep_close(weft_ep_t *ep)
     }
     unref(ep->av);
     unref(ep->domain);
+    weft::core::handle_remove(ep);
     delete ep;
     return 0;
 }
@@ -1005,7 +1037,7 @@ int weft_ep_close(weft_ep_t *ep)
 int weft_ep_bind_cq(weft_ep_t *ep, weft_cq_t *cq, uint64_t flags)
 {
     constexpr std::uint64_t ok_flags = WEFT_TRANSMIT | WEFT_RECV | WEFT_SELECTIVE_COMPLETION;
-    if (ep == nullptr || cq == nullptr || ep->enabled || (flags & ~ok_flags) != 0 ||
+    if (!WEFT_LIVE(ep) || !WEFT_LIVE(cq) || ep->enabled || (flags & ~ok_flags) != 0 ||
         (flags & (WEFT_TRANSMIT | WEFT_RECV)) == 0 || cq->domain != ep->domain) {
         return -WEFT_EINVAL;
     }
@@ -1029,7 +1061,7 @@ int weft_ep_bind_cq(weft_ep_t *ep, weft_cq_t *cq, uint64_t flags)
 
 int weft_ep_bind_cntr(weft_ep_t *ep, weft_cntr_t *cntr, uint64_t flags)
 {
-    if (ep == nullptr || cntr == nullptr || ep->enabled ||
+    if (!WEFT_LIVE(ep) || !WEFT_LIVE(cntr) || ep->enabled ||
         (flags & ~(WEFT_SEND | WEFT_RECV)) != 0 || flags == 0 || cntr->domain != ep->domain) {
         return -WEFT_EINVAL;
     }
@@ -1051,7 +1083,7 @@ int weft_ep_bind_cntr(weft_ep_t *ep, weft_cntr_t *cntr, uint64_t flags)
 
 int weft_ep_bind_av(weft_ep_t *ep, weft_av_t *av)
 {
-    if (ep == nullptr || av == nullptr || ep->enabled || av->domain != ep->domain) {
+    if (!WEFT_LIVE(ep) || !WEFT_LIVE(av) || ep->enabled || av->domain != ep->domain) {
         return -WEFT_EINVAL;
     }
     if (ep->av != nullptr) {
@@ -1065,7 +1097,7 @@ int weft_ep_bind_av(weft_ep_t *ep, weft_av_t *av)
 
 int weft_ep_enable(weft_ep_t *ep)
 {
-    if (ep == nullptr) {
+    if (!WEFT_LIVE(ep)) {
         return -WEFT_EINVAL;
     }
     return core::ep_enable(ep);
@@ -1073,7 +1105,7 @@ int weft_ep_enable(weft_ep_t *ep)
 
 int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen)
 {
-    if (ep == nullptr || addrlen == nullptr || (addr == nullptr && *addrlen != 0)) {
+    if (!WEFT_LIVE(ep) || addrlen == nullptr || (addr == nullptr && *addrlen != 0)) {
         return -WEFT_EINVAL;
     }
     if (!ep->enabled) {
@@ -1091,7 +1123,7 @@ int weft_ep_getname(weft_ep_t *ep, void *addr, size_t *addrlen)
 
 int weft_ep_setopt(weft_ep_t *ep, int opt, const void *val, size_t len)
 {
-    if (ep == nullptr || val == nullptr) {
+    if (!WEFT_LIVE(ep) || val == nullptr) {
         return -WEFT_EINVAL;
     }
     switch (opt) {
@@ -1112,7 +1144,7 @@ int weft_ep_setopt(weft_ep_t *ep, int opt, const void *val, size_t len)
 
 int weft_ep_getopt(weft_ep_t *ep, int opt, void *val, size_t *len)
 {
-    if (ep == nullptr || val == nullptr || len == nullptr) {
+    if (!WEFT_LIVE(ep) || val == nullptr || len == nullptr) {
         return -WEFT_EINVAL;
     }
     std::size_t v = 0;
@@ -1150,7 +1182,7 @@ int weft_ep_progress(weft_ep_t *ep)
 
 int weft_ep_credits(weft_ep_t *ep, weft_addr_t peer, struct weft_credits *credits)
 {
-    if (ep == nullptr || !ep->enabled || credits == nullptr) {
+    if (!WEFT_LIVE(ep) || !ep->enabled || credits == nullptr) {
         return -WEFT_EINVAL;
     }
     if (peer != WEFT_ADDR_UNSPEC && peer >= weft_av_count(ep->av)) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 
 #include "core/objects.hpp"
 #include "log_expect.hpp"
+#include "proto/stack.hpp"
 #include "weft/weft.h"
 
 namespace {
@@ -142,6 +144,61 @@ TEST(api, null_and_invalid_arguments_return_einval)
         EXPECT_STREQ(weft_strerror(-e), weft_strerror(e));
     }
     EXPECT_STRNE(weft_strerror(WEFT_EAGAIN), weft_strerror(WEFT_ETRUNC));
+    // INT_MIN has no positive counterpart (the old code negated it: UBSan
+    // reports that in the sanitizer build).
+    EXPECT_NE(weft_strerror(INT_MIN), nullptr);
+    EXPECT_NE(weft_strerror(INT_MAX), nullptr);
+}
+
+// Issue 10, defect 9: a double close, a call on a closed handle and a handle
+// of the wrong type are -WEFT_EINVAL with a log line (they were uses after
+// free, or crashes). The registry is consulted, not the freed memory.
+TEST(api, closed_and_wrong_handles_are_refused)
+{
+    info_ptr info = get_info("self");
+    weft_fabric_t *fabric = nullptr;
+    weft_domain_t *domain = nullptr;
+    weft_cq_t *cq = nullptr;
+    weft_cntr_t *cntr = nullptr;
+    weft_av_t *av = nullptr;
+    weft_config_t *config = nullptr;
+    ASSERT_EQ(weft_config_read(&config), 0);
+    ASSERT_EQ(weft_fabric_open(info.get(), config, &fabric), 0);
+    ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
+    ASSERT_EQ(weft_cq_open(domain, nullptr, &cq), 0);
+    ASSERT_EQ(weft_cntr_open(domain, nullptr, &cntr), 0);
+    ASSERT_EQ(weft_av_open(domain, nullptr, &av), 0);
+    int not_a_handle = 0;
+    {
+        weft::test::expect_log_errors logged(12);
+        // Wrong types: each names what it got.
+        EXPECT_EQ(weft_fabric_close(reinterpret_cast<weft_fabric_t *>(domain)), -WEFT_EINVAL);
+        EXPECT_EQ(weft_domain_close(reinterpret_cast<weft_domain_t *>(fabric)), -WEFT_EINVAL);
+        EXPECT_EQ(weft_cq_close(reinterpret_cast<weft_cq_t *>(cntr)), -WEFT_EINVAL);
+        EXPECT_EQ(weft_av_close(reinterpret_cast<weft_av_t *>(&not_a_handle)), -WEFT_EINVAL);
+        EXPECT_EQ(weft_ep_close(reinterpret_cast<weft_ep_t *>(av)), -WEFT_EINVAL);
+        EXPECT_EQ(weft_cq_open(reinterpret_cast<weft_domain_t *>(cq), nullptr, &cq), -WEFT_EINVAL);
+        // Closed: a second close, and any control call.
+        ASSERT_EQ(weft_cq_close(cq), 0);
+        EXPECT_EQ(weft_cq_close(cq), -WEFT_EINVAL);
+        EXPECT_EQ(weft_cq_wait(cq, 0), -WEFT_EINVAL);
+        ASSERT_EQ(weft_cntr_close(cntr), 0);
+        EXPECT_EQ(weft_cntr_add(cntr, 1), -WEFT_EINVAL);
+        ASSERT_EQ(weft_av_close(av), 0);
+        EXPECT_EQ(weft_av_insert(av, &not_a_handle, 1, nullptr, 0), -WEFT_EINVAL);
+        weft_config_release(config);
+        weft_config_release(config);  // logged, nothing else
+        ASSERT_EQ(weft_domain_close(domain), 0);
+        EXPECT_EQ(weft_domain_close(domain), -WEFT_EINVAL);
+    }
+    ASSERT_EQ(weft_fabric_close(fabric), 0);
+    {
+        weft::test::expect_log_errors logged(1);
+        EXPECT_EQ(weft_fabric_close(fabric), -WEFT_EINVAL);
+    }
+    // NULL stays a plain invalid argument, without a log line.
+    EXPECT_EQ(weft_fabric_close(nullptr), -WEFT_EINVAL);
+    weft_config_release(nullptr);
 }
 
 TEST(api, endpoint_rules)
@@ -298,6 +355,43 @@ TEST(av, removed_and_missing_indices_are_refused)
     const int rx = (e[0].flags & WEFT_RECV) != 0 ? 0 : 1;
     EXPECT_EQ(from[rx], again);
     EXPECT_EQ(std::memcmp(in, out, 8), 0);
+}
+
+// Issue 10, defect 10: weft_cancel was linear in the posted receives (100k
+// cancels of 100k receives took 38 s). Now one walk indexes them all and each
+// cancel is a lookup: counted in walks, not timed.
+TEST(api, cancel_of_many_posted_receives_walks_them_once)
+{
+    self_ep s;
+    constexpr std::size_t n = 100000;
+    std::vector<char> ctx(n);
+    char buf[8];
+    for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(weft_trecv(s.ep, buf, sizeof(buf), nullptr, s.me, 1000 + i, 0, &ctx[i]), 0);
+    }
+    const weft::proto::tag_module &tag = s.ep->stack->tag;
+    const std::uint64_t walks = tag.cancel_walks();
+    for (std::size_t i = n; i-- > 0;) {
+        ASSERT_EQ(weft_cancel(s.ep, &ctx[i]), 0) << i;
+    }
+    EXPECT_EQ(tag.cancel_walks(), walks + 1);
+    // Canceled already, or never posted: not found, and no walk (nothing was
+    // posted since the last one).
+    EXPECT_EQ(weft_cancel(s.ep, &ctx[0]), -WEFT_ENOENT);
+    EXPECT_EQ(weft_cancel(s.ep, buf), -WEFT_ENOENT);
+    EXPECT_EQ(tag.cancel_walks(), walks + 1);
+    std::size_t canceled = 0;
+    weft_cq_err_entry err{};
+    weft_cq_tagged_entry e;
+    while (weft_cq_read(s.cq, &e, 1) == -WEFT_EAVAIL && weft_cq_readerr(s.cq, &err, 0) == 1) {
+        ASSERT_EQ(err.err, WEFT_ECANCELED);
+        ++canceled;
+    }
+    EXPECT_EQ(canceled, n);
+    // A receive posted after the walk is found by a new one.
+    ASSERT_EQ(weft_trecv(s.ep, buf, sizeof(buf), nullptr, s.me, 7, 0, &ctx[5]), 0);
+    EXPECT_EQ(weft_cancel(s.ep, &ctx[5]), 0);
+    EXPECT_EQ(tag.cancel_walks(), walks + 2);
 }
 
 TEST(av, entries_are_compact_and_round_trip)
