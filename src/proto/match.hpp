@@ -152,6 +152,9 @@ class matcher {
     void for_each_unexpected(Fn &&fn) const;
 
     [[nodiscard]] std::size_t posted_count() const noexcept { return posted_count_; }
+    /// Receives queued so far (a posting sequence number): it moves only when
+    /// post() queues one.
+    [[nodiscard]] std::uint64_t posts_so_far() const noexcept { return post_seq_; }
     [[nodiscard]] std::size_t unexpected_count() const noexcept { return unexpected_count_; }
     /// Posted receives in the wildcard list (any-source or a non-zero ignore mask).
     [[nodiscard]] std::size_t wildcard_count() const noexcept { return wildcard_count_; }

@@ -959,15 +959,41 @@ int tag_module::recv_special(const recv_args &a)
     return 0;
 }
 
-int tag_module::cancel(void *context)
+recv_request *tag_module::find_posted(void *context)
 {
-    recv_request *found = nullptr;
+    // Amortised O(1) without a cost on the data path: an index of the posted
+    // receives by context, rebuilt by one walk of the matcher when it does not
+    // know the context and receives were posted since the last walk. Posting
+    // and completing do not update it, so an entry may be stale: it is used
+    // only if its request is still queued with this context (the pool's
+    // memory stays mapped while the module lives).
+    const auto usable = [&](const auto it) {
+        return it != cancel_index_.end() && it->second->queued() && it->second->context == context;
+    };
+    if (const auto it = cancel_index_.find(context); usable(it)) {
+        return it->second;
+    }
+    if (matcher_.posts_so_far() == cancel_index_posts_) {
+        return nullptr;  // nothing posted since the walk that did not find it
+    }
+    cancel_index_.clear();
+    cancel_index_posts_ = matcher_.posts_so_far();
+    ++cancel_walks_;
     matcher_.remove_posted_if(
         [&](const posted_recv *p) {
-            return found == nullptr && static_cast<const recv_request *>(p)->context == context;
+            auto *r = const_cast<recv_request *>(static_cast<const recv_request *>(p));
+            cancel_index_.try_emplace(r->context, r);
+            return false;  // only looked at
         },
-        [&](posted_recv *p) { found = static_cast<recv_request *>(p); });
-    if (found == nullptr) {
+        [](posted_recv *) {});
+    const auto it = cancel_index_.find(context);
+    return usable(it) ? it->second : nullptr;
+}
+
+int tag_module::cancel(void *context)
+{
+    recv_request *found = find_posted(context);
+    if (found == nullptr || !matcher_.remove_posted(found)) {
         return -WEFT_ENOENT;
     }
     found->msg_src = found->src;
