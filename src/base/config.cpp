@@ -461,6 +461,28 @@ std::size_t config_edit_distance(const std::string &a, const std::string &b)
     return prev[b.size()];
 }
 
+bool config_is_tool_variable(std::string_view name) noexcept
+{
+    // Read by weft's scripts and test programs, never by the library
+    // (docs/configuration.md, "Variables of the tools").
+    static constexpr std::string_view names[] = {
+        "WEFT_BUILD_DIR", "WEFT_MTL_DIR", "WEFT_MPIRUN",    "WEFT_MPI_RUN_TIMEOUT",
+        "WEFT_PERF",      "WEFT_RXE_VM",  "WEFT_PLOT_WHAT", "WEFT_BUILT_TRANSPORTS",
+    };
+    static constexpr std::string_view prefixes[] = {"WEFT_TEST_", "WEFT_PERF_", "WEFT_VERBS_VM_"};
+    for (const std::string_view n : names) {
+        if (name == n) {
+            return true;
+        }
+    }
+    for (const std::string_view p : prefixes) {
+        if (name.starts_with(p)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 std::vector<config_unknown> config_find_unknown()
 {
     std::vector<std::string> known;
@@ -476,7 +498,8 @@ std::vector<config_unknown> config_find_unknown()
             continue;
         }
         const std::string name(entry.substr(0, entry.find('=')));
-        if (std::find(known.begin(), known.end(), name) != known.end()) {
+        if (std::find(known.begin(), known.end(), name) != known.end() ||
+            config_is_tool_variable(name)) {
             continue;
         }
         // Compare in upper case, so that a wrongly cased name finds its match.

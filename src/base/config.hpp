@@ -254,6 +254,9 @@ struct config_unknown {
 };
 /// The unknown WEFT_* variables of the environment now (no logging).
 [[nodiscard]] std::vector<config_unknown> config_find_unknown();
+/// A WEFT_* name that weft's scripts and test programs read (WEFT_BUILD_DIR,
+/// WEFT_MPIRUN, WEFT_TEST_*, ...): never reported as unknown.
+[[nodiscard]] bool config_is_tool_variable(std::string_view name) noexcept;
 
 /// Warn (once per process) about WEFT_* variables that no registered table
 /// declares, naming the closest valid one.

@@ -396,8 +396,15 @@ TEST(config_unknown, suggests_the_closest_name_and_warns_once)
     setenv("WEFT_COMPLETELY_DIFFERENT_THING", "1", 1);
     setenv("WEFT_TSTCFG_SIZE", "1", 1);  // declared: not reported
     setenv("WEFT_LOG_LEVELS", "warn", 1);
+    // The launcher's and the tests' own variables are not the library's typos.
+    setenv("WEFT_BUILD_DIR", "/tmp", 1);
+    setenv("WEFT_MPIRUN", "mpirun", 1);
+    setenv("WEFT_TEST_SOMETHING", "1", 1);
 
     const auto unknown = config_find_unknown();
+    EXPECT_EQ(find(unknown, "WEFT_BUILD_DIR"), nullptr);
+    EXPECT_EQ(find(unknown, "WEFT_MPIRUN"), nullptr);
+    EXPECT_EQ(find(unknown, "WEFT_TEST_SOMETHING"), nullptr);
     const config_unknown *u = find(unknown, "WEFT_TSTCFG_SZIE");
     ASSERT_NE(u, nullptr);
     EXPECT_EQ(u->suggestion, "WEFT_TSTCFG_SIZE");
@@ -433,9 +440,9 @@ TEST(config_unknown, suggests_the_closest_name_and_warns_once)
     // fails the test if it warns).
     config_check_unknown();
 
-    for (const char *v :
-         {"WEFT_TSTCFG_SZIE", "WEFT_tstcfg_timeout", "WEFT_COMPLETELY_DIFFERENT_THING",
-          "WEFT_TSTCFG_SIZE", "WEFT_LOG_LEVELS"}) {
+    for (const char *v : {"WEFT_TSTCFG_SZIE", "WEFT_tstcfg_timeout",
+                          "WEFT_COMPLETELY_DIFFERENT_THING", "WEFT_TSTCFG_SIZE", "WEFT_LOG_LEVELS",
+                          "WEFT_BUILD_DIR", "WEFT_MPIRUN", "WEFT_TEST_SOMETHING"}) {
         unsetenv(v);
     }
     EXPECT_EQ(find(config_find_unknown(), "WEFT_TSTCFG_SZIE"), nullptr);
