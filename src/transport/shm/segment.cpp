@@ -6,13 +6,17 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #include "base/log.hpp"
 #include "transport/shm/shm.hpp"
@@ -101,6 +105,62 @@ bool address_cookie(const address &a, cookie_t &cookie) noexcept
     return cookie != 0;
 }
 
+// ------------------------------------------------------------------ unlink at exit
+
+namespace {
+
+/// Segments this process created and has not unlinked yet: unlinked by an
+/// atexit handler when the process exits without closing its endpoints, so
+/// /dev/shm does not keep them. The pid tells a forked child's inherited copy
+/// of the list from its own entries.
+struct created_list {
+    std::mutex lock;
+    std::vector<std::pair<std::string, pid_t>> names;
+};
+
+created_list &created()
+{
+    static auto *l = new created_list;  // never destroyed: used by the atexit handler
+    return *l;
+}
+
+void unlink_created_at_exit()
+{
+    created_list &l = created();
+    const std::lock_guard g(l.lock);
+    const pid_t me = getpid();
+    for (const auto &[name, pid] : l.names) {
+        if (pid == me) {
+            shm_unlink(name.c_str());
+        }
+    }
+    l.names.clear();
+}
+
+void note_created(const std::string &name)
+{
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (std::atexit(&unlink_created_at_exit) != 0) {
+            WEFT_LOG(shm, warn, "atexit failed: segments of endpoints not closed stay in /dev/shm");
+        }
+    });
+    created_list &l = created();
+    const std::lock_guard g(l.lock);
+    l.names.emplace_back(name, getpid());
+}
+
+}  // namespace
+
+void unlink_segment(const std::string &name)
+{
+    shm_unlink(name.c_str());
+    created_list &l = created();
+    const std::lock_guard g(l.lock);
+    const pid_t me = getpid();
+    std::erase_if(l.names, [&](const auto &e) { return e.first == name && e.second == me; });
+}
+
 status create_segment(const segment_params &p, mapping &out, segment_geometry &geo)
 {
     const segment_layout l = compute_layout(p.fifo_size, p.bcopy_size, p.nslots);
@@ -142,6 +202,7 @@ status create_segment(const segment_params &p, mapping &out, segment_geometry &g
         return status::no_memory;
     }
     out = mapping(base, l.total_size);
+    note_created(name);
 
     // The file is zero-filled: slots are free (state 0) and resv words are 0.
     segment_header *h = seg_header(base);

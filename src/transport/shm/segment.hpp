@@ -252,6 +252,9 @@ class mapping {
 
 /// The /dev/shm name of an endpoint's segment: "/weft-shm-<pid>-<ep_id>".
 [[nodiscard]] std::string segment_name(std::uint32_t pid, std::uint32_t ep_id);
+/// Unlink a segment this process created (at close). Segments of endpoints a
+/// process never closed are unlinked by an atexit handler on a normal exit.
+void unlink_segment(const std::string &name);
 
 /// The segment cookie in an address's shm blob; false when it has none (or a malformed one).
 [[nodiscard]] bool address_cookie(const address &a, cookie_t &cookie) noexcept;

@@ -385,7 +385,7 @@ shm_iface::~shm_iface()
     }
     conns_.clear();  // unmaps peers' segments
     seg_.reset();
-    shm_unlink(name_.c_str());
+    unlink_segment(name_);
 }
 
 // --------------------------------------------------------------- data path

@@ -1404,6 +1404,38 @@ TEST(shm, validate_header_checks_every_field)
     check([](auto &) {}, size - 4096, "mapped size smaller than the header says");
 }
 
+// Issue 10, defect 10: a process that exits normally without closing its
+// endpoint leaves no segment in /dev/shm (an atexit handler unlinks it); a
+// forked child's exit does not unlink its parent's.
+TEST(shm, segment_is_unlinked_at_exit_without_close)
+{
+    const shm::config cfg = test_config();
+    auto mine = open_ep(7, cfg);  // the parent's: the child inherits the list
+    ASSERT_TRUE(mine);
+    const std::string parent_path = dev_shm_path(static_cast<std::uint32_t>(getpid()), 7);
+    ASSERT_TRUE(file_exists(parent_path));
+    channel ch;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        auto r = shm::open({test_node, static_cast<std::uint32_t>(getpid()), 5}, cfg);
+        const bool there =
+            r.ok() && file_exists(dev_shm_path(static_cast<std::uint32_t>(getpid()), 5));
+        (void)channel::put(ch.to_parent[1], there ? 'y' : 'n');
+        (void)r.value().release();  // never closed
+        std::exit(0);               // a normal exit: atexit handlers run
+    }
+    char ok = 0;
+    ASSERT_TRUE(channel::get(ch.to_parent[0], ok));
+    EXPECT_EQ(ok, 'y');
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+    EXPECT_FALSE(file_exists(dev_shm_path(static_cast<std::uint32_t>(pid), 5)))
+        << "the child's segment must be gone after its exit";
+    EXPECT_TRUE(file_exists(parent_path)) << "the child must not unlink its parent's segment";
+}
+
 TEST(shm, stale_segment_of_a_killed_process_is_removed_on_open)
 {
     const shm::config cfg = test_config();
