@@ -224,23 +224,6 @@ struct peer_key_hash {
 };
 /// The verbs blob of an address that this port can use: its port part and UD
 /// QPN. false when the address has none (or only malformed ones).
-[[nodiscard]] bool verbs_blob(const address &a, bool ethernet, port_blob &port,
-                              std::uint32_t &ud_qpn) noexcept
-{
-    address_blob b;
-    for (unsigned nth = 0; a.find(wire_id, b, nth); ++nth) {
-        if (b.node_len != sizeof(port_blob) || b.ep_len != ep_blob_size) {
-            continue;
-        }
-        std::memcpy(&port, b.node, sizeof(port));
-        ud_qpn = load_le24(b.ep);
-        if (port.link == (ethernet ? 2 : 1) && ud_qpn != 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 [[nodiscard]] peer_key key_of(const endpoint_id &id, std::uint32_t ud_qpn) noexcept
 {
     return {id.node_id, (std::uint64_t{id.pid} << 32) | id.ep_id, ud_qpn};
@@ -1039,33 +1022,19 @@ void verbs_iface::post_ud_recv(std::uint32_t index)
 
 void verbs_iface::on_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp)
 {
-    // Untrusted: anything on the fabric may send to our UD queue pair.
-    if (len < grh_bytes + sizeof(cm_msg)) {
-        ++stats_.handshake_dropped;
-        return;
-    }
-    cm_msg m;
-    std::memcpy(&m, buf + grh_bytes, sizeof(m));
-    const bool to_us = m.dst_node_id == node_id_ && m.dst_pid == pid_ && m.dst_ep_id == ep_id_ &&
-                       m.dst_ud_qpn == my_ud_qpn_;
-    address src;
-    port_blob port{};
-    std::uint32_t ud_qpn = 0;
-    if (m.magic != cm_magic || m.version != cm_version || !to_us || m.qpn == 0 ||
-        m.qpn > 0xffffff || m.src_len > len - grh_bytes - sizeof(m) ||
-        address::parse(buf + grh_bytes + sizeof(m), m.src_len, src) != status::ok ||
-        !verbs_blob(src, dev_->ethernet(), port, ud_qpn) || ud_qpn != src_qp) {
+    // Untrusted: anything on the fabric may send to our UD queue pair (wire.hpp).
+    const cm_self me{node_id_, pid_, ep_id_, my_ud_qpn_, dev_->ethernet()};
+    cm_parsed p;
+    if (!parse_cm(buf, len, src_qp, me, p)) {
         ++stats_.handshake_dropped;
         WEFT_LOG(verbs, debug, "dropped a malformed or stale handshake message (UD QPN %u)",
                  src_qp);
         return;
     }
-    if (m.type == static_cast<std::uint8_t>(cm_type::req)) {
-        on_req(m, src, port, ud_qpn);
-    } else if (m.type == static_cast<std::uint8_t>(cm_type::rep)) {
-        on_rep(m, src);
+    if (p.m.type == static_cast<std::uint8_t>(cm_type::req)) {
+        on_req(p.m, p.src, p.port, p.ud_qpn);
     } else {
-        ++stats_.handshake_dropped;
+        on_rep(p.m, p.src);
     }
 }
 

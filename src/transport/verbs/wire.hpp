@@ -3,7 +3,9 @@
 // every RC send, and the connection-management messages exchanged over the
 // endpoint's UD queue pair. Little-endian, naturally aligned, sizes asserted.
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "transport/address.hpp"
 
@@ -87,5 +89,63 @@ struct cm_msg {
     std::uint32_t reserved3;    ///< zero
 };
 static_assert(sizeof(cm_msg) == 56, "cm_msg is a wire format");
+
+/// The verbs blob of address `a` for a port of this link layer (Ethernet:
+/// RoCE, else InfiniBand): its port part and the handshake's UD QPN.
+[[nodiscard]] inline bool verbs_blob(const address &a, bool ethernet, port_blob &port,
+                                     std::uint32_t &ud_qpn) noexcept
+{
+    address_blob b;
+    for (unsigned nth = 0; a.find(wire_id, b, nth); ++nth) {
+        if (b.node_len != sizeof(port_blob) || b.ep_len != ep_blob_size) {
+            continue;
+        }
+        std::memcpy(&port, b.node, sizeof(port));
+        ud_qpn = load_le24(b.ep);
+        if (port.link == (ethernet ? 2 : 1) && ud_qpn != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/// Who receives handshake messages: what a message must name to be for us.
+struct cm_self {
+    std::uint64_t node_id;
+    std::uint32_t pid;
+    std::uint32_t ep_id;
+    std::uint32_t ud_qpn;  ///< our UD queue pair
+    bool ethernet;         ///< our port's link layer
+};
+
+/// A handshake message that passed every check.
+struct cm_parsed {
+    cm_msg m;
+    address src;  ///< the sender's endpoint address
+    port_blob port;
+    std::uint32_t ud_qpn;  ///< the sender's UD QPN (== the QPN it came from)
+};
+
+/// Check one UD receive of `len` bytes (the GRH first) from UD QPN `src_qp`.
+/// Untrusted: anything on the fabric may send to a UD queue pair. True when it
+/// is a current-version request or reply meant for `me`, from the queue pair
+/// its own address names, with a sane RC QPN.
+[[nodiscard]] inline bool parse_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp,
+                                   const cm_self &me, cm_parsed &out) noexcept
+{
+    if (len < grh_bytes + sizeof(cm_msg)) {
+        return false;
+    }
+    std::memcpy(&out.m, buf + grh_bytes, sizeof(cm_msg));
+    const cm_msg &m = out.m;
+    const bool to_us = m.dst_node_id == me.node_id && m.dst_pid == me.pid &&
+                       m.dst_ep_id == me.ep_id && m.dst_ud_qpn == me.ud_qpn;
+    const bool known_type = m.type == static_cast<std::uint8_t>(cm_type::req) ||
+                            m.type == static_cast<std::uint8_t>(cm_type::rep);
+    return m.magic == cm_magic && m.version == cm_version && to_us && known_type && m.qpn != 0 &&
+           m.qpn <= 0xffffff && m.src_len <= len - grh_bytes - sizeof(cm_msg) &&
+           address::parse(buf + grh_bytes + sizeof(cm_msg), m.src_len, out.src) == status::ok &&
+           verbs_blob(out.src, me.ethernet, out.port, out.ud_qpn) && out.ud_qpn == src_qp;
+}
 
 }  // namespace weft::transport::verbs
