@@ -16,6 +16,8 @@ packages=(
     libucx-dev ucx-utils
     # protocol model checking (credits), plots, checkers
     spin gnuplot-nox valgrind clang-format
+    # fuzzing (test/fuzz: libFuzzer comes with clang's runtime libraries)
+    clang libclang-rt-14-dev
     # the Soft-RoCE VM of the verbs tests (contrib/rxe-vm/run-in-rxe-vm.sh; it
     # fetches Debian's kernel package itself, once, into ~/.cache/rxe-vm)
     qemu-system-x86 busybox-static cpio kmod iproute2 ibverbs-providers rdmacm-utils xz-utils

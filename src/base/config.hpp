@@ -202,7 +202,13 @@ consteval config_field make_field(const char *name, config_type type, const char
     if (range.lo > range.hi) {
         detail::config_range_is_empty();
     }
-    config_field f = make_field<Member>(name, type, default_value, doc);
+    // Built here rather than by the other make_field: clang 14 refuses a
+    // consteval call whose arguments are this function's parameters.
+    using traits = detail::config_member_traits<Member>;
+    if (!detail::config_type_fits<typename traits::member_type>(type)) {
+        detail::config_member_type_does_not_match_config_type();
+    }
+    config_field f{name, type, default_value, doc, 0, nullptr, &traits::address};
     f.range = range;
     f.ranged = true;
     return f;
