@@ -394,6 +394,108 @@ TEST(api, cancel_of_many_posted_receives_walks_them_once)
     EXPECT_EQ(tag.cancel_walks(), walks + 2);
 }
 
+// A sender that talks to an endpoint before that endpoint has it in its AV
+// (MPI's lazy insertion): the receiver answers its credits through a reply
+// record, and once it inserts the sender it also has a peer record for it.
+// Several credit windows must still flow both ways, with no error and no
+// warning (a lost credit return would stop the sends for good).
+TEST(av, sender_inserted_after_its_first_messages_keeps_one_credit_window)
+{
+    info_ptr hints(weft_info_alloc());
+    std::snprintf(hints->transport, sizeof(hints->transport), "shm");
+    hints->caps = WEFT_TAGGED | WEFT_SOURCE;
+    weft_info *raw = nullptr;
+    if (weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &raw) != 0) {
+        GTEST_SKIP() << "no shm transport in this build or on this machine";
+    }
+    info_ptr info(raw);
+    weft_fabric_t *fabric = nullptr;
+    weft_domain_t *domain = nullptr;
+    weft_cq_t *cq[2] = {};
+    weft_av_t *av[2] = {};
+    weft_ep_t *ep[2] = {};
+    ASSERT_EQ(weft_fabric_open(info.get(), nullptr, &fabric), 0);
+    ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
+    std::uint8_t addr[2][256];
+    std::size_t len[2];
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(weft_cq_open(domain, nullptr, &cq[i]), 0);
+        ASSERT_EQ(weft_av_open(domain, nullptr, &av[i]), 0);
+        ASSERT_EQ(weft_ep_open(domain, info.get(), &ep[i], nullptr), 0);
+        ASSERT_EQ(weft_ep_bind_cq(ep[i], cq[i], WEFT_TRANSMIT | WEFT_RECV), 0);
+        ASSERT_EQ(weft_ep_bind_av(ep[i], av[i]), 0);
+        ASSERT_EQ(weft_ep_enable(ep[i]), 0);
+        len[i] = sizeof(addr[i]);
+        ASSERT_EQ(weft_ep_getname(ep[i], addr[i], &len[i]), 0);
+    }
+    weft_credits c{};
+    weft_addr_t b_at_a = 0;
+    ASSERT_EQ(weft_av_insert(av[0], addr[1], 1, &b_at_a, 0), 1);  // A knows B; B not A yet
+    ASSERT_EQ(weft_ep_credits(ep[0], b_at_a, &c), 0);
+    const unsigned n = 4 * (c.send_window + 8);  // several windows each way
+    std::uint32_t v = 0;
+    std::vector<std::uint32_t> sink(n);
+    auto poll_both = [&](std::size_t &done0, std::size_t &done1) {
+        weft_cq_tagged_entry e[16];
+        for (int i = 0; i < 2; ++i) {
+            const ssize_t k = weft_cq_read(cq[i], e, 16);
+            if (k > 0) {
+                (i == 0 ? done0 : done1) += static_cast<std::size_t>(k);
+            }
+            ASSERT_NE(k, -WEFT_EAVAIL) << "an error completion on endpoint " << i;
+        }
+    };
+    // A -> B before B knows A: B receives from an unknown source and answers
+    // A's credits through its reply record.
+    std::size_t d0 = 0;
+    std::size_t d1 = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        ASSERT_EQ(weft_trecv(ep[1], &sink[i], 4, nullptr, WEFT_ADDR_UNSPEC, 1, 0, nullptr), 0);
+    }
+    // A send the queue cannot take yet (-WEFT_EAGAIN) is retried while both progress.
+    auto send = [&](int from, weft_addr_t to, std::uint64_t tag) {
+        ssize_t rc;
+        int spins = 0;
+        while ((rc = weft_tsend(ep[from], &v, 4, nullptr, to, tag, nullptr)) == -WEFT_EAGAIN &&
+               ++spins < 1000000) {
+            poll_both(d0, d1);
+        }
+        return rc;
+    };
+    for (unsigned i = 0; i < n; ++i) {
+        ASSERT_EQ(send(0, b_at_a, 1), 0);
+    }
+    for (int spin = 0; spin < 2000000 && (d0 < n || d1 < n); ++spin) {
+        poll_both(d0, d1);
+    }
+    ASSERT_EQ(d0, n) << "A's sends";
+    ASSERT_EQ(d1, n) << "B's receives";
+    // Now B inserts A, and both ways carry several windows.
+    weft_addr_t a_at_b = 0;
+    ASSERT_EQ(weft_av_insert(av[1], addr[0], 1, &a_at_b, 0), 1);
+    d0 = d1 = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        ASSERT_EQ(weft_trecv(ep[0], &sink[i], 4, nullptr, WEFT_ADDR_UNSPEC, 2, 0, nullptr), 0);
+        ASSERT_EQ(weft_trecv(ep[1], &sink[i], 4, nullptr, WEFT_ADDR_UNSPEC, 3, 0, nullptr), 0);
+    }
+    for (unsigned i = 0; i < n; ++i) {
+        ASSERT_EQ(send(1, a_at_b, 2), 0);
+        ASSERT_EQ(send(0, b_at_a, 3), 0);
+    }
+    for (int spin = 0; spin < 2000000 && (d0 < 2 * n || d1 < 2 * n); ++spin) {
+        poll_both(d0, d1);
+    }
+    EXPECT_EQ(d0, 2 * n) << "A: its sends and receives";
+    EXPECT_EQ(d1, 2 * n) << "B: its sends to A and its receives";
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(weft_ep_close(ep[i]), 0);
+        EXPECT_EQ(weft_av_close(av[i]), 0);
+        EXPECT_EQ(weft_cq_close(cq[i]), 0);
+    }
+    EXPECT_EQ(weft_domain_close(domain), 0);
+    EXPECT_EQ(weft_fabric_close(fabric), 0);
+}
+
 TEST(av, entries_are_compact_and_round_trip)
 {
     static_assert(sizeof(weft::core::av_entry) <= 16);
