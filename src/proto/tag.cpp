@@ -93,6 +93,20 @@ tag_module::tag_module(channel &ch, const tag_params &p)
 tag_module::~tag_module()
 {
     rndv_.shutdown();  // its waiting sends are ours: release them while our pools exist
+    // Half-received messages first, while every record is still alive: a
+    // discarded one is only referenced from here; the others are in the
+    // matcher or claimed and are freed below, once (issue 10, defect 1: the
+    // fragment state was read after the matcher's records were freed).
+    for (auto &v : frags_) {
+        for (auto &f : v) {
+            if (f.active && f.ureq != nullptr && f.ureq->discard) {
+                free_unexpected(f.ureq);  // discarded: no longer in the matcher or claimed
+            }
+            f.active = false;
+            f.ureq = nullptr;
+            f.rreq = nullptr;
+        }
+    }
     std::vector<unexpected_record *> queued;
     matcher_.for_each_unexpected([&](const unexpected_msg *m) {
         queued.push_back(static_cast<unexpected_record *>(const_cast<unexpected_msg *>(m)));
@@ -105,13 +119,6 @@ tag_module::~tag_module()
         free_unexpected(u);
     }
     claimed_.clear();
-    for (auto &v : frags_) {
-        for (auto &f : v) {
-            if (f.active && f.ureq != nullptr && f.ureq->discard) {
-                free_unexpected(f.ureq);  // discarded: no longer in the matcher or claimed
-            }
-        }
-    }
 }
 
 // ------------------------------------------------------------------ send side
@@ -845,6 +852,12 @@ void tag_module::free_recv(recv_request *r)
         rndv_pool_.put(r->rdv);
     }
     recv_pool_.put(r);
+    // Type-stable fields: cancel's index (find_posted) may look at a request
+    // after it was freed, and reads only its state and context, which the
+    // pool's free-list link does not overlap (the pool stays mapped while the
+    // module lives). Readable for AddressSanitizer too; a no-op otherwise.
+    base::detail::mpool_unpoison(&r->state, sizeof(r->state));
+    base::detail::mpool_unpoison(&r->context, sizeof(r->context));
 }
 
 unexpected_record *tag_module::new_unexpected(std::uint32_t src, std::uint64_t tag,
