@@ -475,7 +475,7 @@ void tag_module::on_message(rx_context &rx, std::uint64_t tag, std::uint64_t dat
             ch_.rx.success({r->context, recv_flags | flags, len, r->iov[0].iov_base, data, tag,
                             reported_src(s->av)},
                            !ch_.rx.selective || (r->op_flags & WEFT_COMPLETION) != 0);
-            recv_pool_.put(r);
+            put_recv(r);  // (no rendezvous state on this path)
             return;
         }
         r->msg_tag = tag;
@@ -851,13 +851,7 @@ void tag_module::free_recv(recv_request *r)
     if (r->rdv != nullptr) [[unlikely]] {
         rndv_pool_.put(r->rdv);
     }
-    recv_pool_.put(r);
-    // Type-stable fields: cancel's index (find_posted) may look at a request
-    // after it was freed, and reads only its state and context, which the
-    // pool's free-list link does not overlap (the pool stays mapped while the
-    // module lives). Readable for AddressSanitizer too; a no-op otherwise.
-    base::detail::mpool_unpoison(&r->state, sizeof(r->state));
-    base::detail::mpool_unpoison(&r->context, sizeof(r->context));
+    put_recv(r);
 }
 
 unexpected_record *tag_module::new_unexpected(std::uint32_t src, std::uint64_t tag,
