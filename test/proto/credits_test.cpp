@@ -911,6 +911,13 @@ struct two_peer_case {
     std::uint16_t window, threshold, initial;
     std::uint32_t max_cost;  // <= window - threshold: progress is guaranteed
 };
+// Printed by field (gtest's fallback dumps the bytes, padding included, which
+// valgrind reports as uninitialised).
+[[maybe_unused]] void PrintTo(const two_peer_case &k, std::ostream *os)
+{
+    *os << "{window " << k.window << ", threshold " << k.threshold << ", initial " << k.initial
+        << ", max_cost " << k.max_cost << "}";
+}
 
 class credit_simulation : public ::testing::TestWithParam<two_peer_case> {};
 
