@@ -21,6 +21,7 @@ struct core_config {
     std::uint64_t match_hash_bits;    ///< log2 of tag-matching hash buckets
     std::uint64_t progress_sleep_us;  ///< auto progress: idle sleep
     std::size_t rndv_thresh;          ///< messages above this use rendezvous
+    std::size_t unexpected_rndv_max;  ///< unexpected rendezvous headers kept per sender
     std::uint64_t credit_initial;     ///< credits granted at first contact
     std::uint64_t credit_window;      ///< receive window per peer
     std::uint64_t credit_threshold;   ///< explicit update threshold (0 = automatic)
@@ -60,6 +61,11 @@ inline constexpr base::config_field core_config_fields[] = {
         "16k",
         "messages longer than this use rendezvous (data read from the sender's buffer); "
         "also the default variable-message threshold"),
+    base::make_field<&core_config::unexpected_rndv_max>(
+        "UNEXPECTED_RNDV_MAX", base::config_type::size, "16k",
+        "unexpected rendezvous headers kept per sender (about 330 bytes each); one more is "
+        "refused and that send fails at the sender. At least the senders' TX_SIZE",
+        base::config_range{1, 1ull << 24}),
     base::make_field<&core_config::credit_initial>(
         "CREDIT_INITIAL", base::config_type::uint,
         "64",

@@ -409,7 +409,8 @@ int ep_enable(weft_ep *ep)
                 .match_hash_bits = static_cast<unsigned>(cfg.match_hash_bits),
                 .rndv_thresh = rndv,
                 .variable = variable,
-                .var_thresh = rndv},
+                .var_thresh = rndv,
+                .unexpected_rndv_max = cfg.unexpected_rndv_max},
     };
     ep->stack = std::make_unique<proto::stack>(sp, *ep->av, d->regions);
     for (std::size_t i = 0; i < ep->tls.size(); ++i) {

@@ -215,7 +215,9 @@ void rndv_module::on_fin(void *m, rx_context &rx, const std::uint8_t *data, std:
     }
     // Claimed or discarded, the send completes normally: its buffer is free
     // again. fin_failed: the receiver could not read it (its transport said why).
-    self->finish_send(r, h.status == fin_failed ? WEFT_EIO : 0);
+    // fin_refused: the receiver could not keep the header (its limit, or memory).
+    const int err = h.status == fin_failed ? WEFT_EIO : h.status == fin_refused ? WEFT_ENOMEM : 0;
+    self->finish_send(r, err);
 }
 
 void rndv_module::on_cts(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len)
@@ -424,6 +426,14 @@ void rndv_module::discard(const rndv_info &info)
     // Nothing moves: tell the sender its buffer is free.
     if (peer_state *p = ch_.reply_peer(info.tl, info.src); p != nullptr && !p->failed) {
         const rndv_fin_hdr f{info.sreq, fin_discarded, 0};
+        ch_.send_control(p, am_id::rndv_fin, &f, sizeof(f));
+    }
+}
+
+void rndv_module::refuse(const rndv_info &info)
+{
+    if (peer_state *p = ch_.reply_peer(info.tl, info.src); p != nullptr && !p->failed) {
+        const rndv_fin_hdr f{info.sreq, fin_refused, 0};
         ch_.send_control(p, am_id::rndv_fin, &f, sizeof(f));
     }
 }

@@ -49,6 +49,10 @@ inline constexpr std::size_t rndv_match_max = 32;
 inline constexpr std::uint32_t fin_done = 0;       ///< the receiver has the data
 inline constexpr std::uint32_t fin_discarded = 1;  ///< the receiver discarded the message
 inline constexpr std::uint32_t fin_failed = 2;     ///< the receiver could not read the data
+/// The receiver could not keep the header: its limit of unexpected rendezvous
+/// headers per sender (WEFT_UNEXPECTED_RNDV_MAX) or its memory. The send fails
+/// with WEFT_ENOMEM; the message was not delivered.
+inline constexpr std::uint32_t fin_refused = 3;
 
 /// am_id::rndv_fin: the sender's buffer is free again; its send completes (with an
 /// error for fin_failed).
@@ -156,6 +160,8 @@ class rndv_module {
     void start(rndv_recv *r, const rndv_info &info);
     /// Tell the sender its buffer is free: the message is discarded.
     void discard(const rndv_info &info);
+    /// Tell the sender its message cannot be taken (fin_refused): its send fails.
+    void refuse(const rndv_info &info);
     /// Rendezvous sends waiting for their receiver (tests, diagnostics).
     [[nodiscard]] std::size_t waiting_sends() const noexcept { return sends_.size(); }
     /// Release every send waiting for its receiver (release callbacks) and forget

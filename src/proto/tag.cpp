@@ -642,12 +642,23 @@ void tag_module::on_rts(void *ctx, rx_context &rx, const rndv_info &info, const 
         self->rndv_start(r, info);
         return;
     }
-    // Unexpected (or variable): the record is the whole cost; the data stays at the sender.
-    unexpected_record *u = self->new_unexpected(s->av, mt.tag, mt.data, flags, 0);
-    if (u == nullptr) {
-        self->ch_.drop(rx.tl, rx.src, "no memory for a rendezvous header");
+    // Unexpected (or variable): the record is the whole cost; the data stays at the
+    // sender. Bounded per sender: an honest one has at most its WEFT_TX_SIZE sends
+    // outstanding; one more header is refused, and the sender's send fails (never
+    // a silent drop: docs/variable-messages.md, "Limits").
+    tag_frag &held = *self->frag_of(rx.tl, rx.src);
+    unexpected_record *u = held.rts_held < self->params_.unexpected_rndv_max
+                               ? self->new_unexpected(s->av, mt.tag, mt.data, flags, 0)
+                               : nullptr;
+    if (u == nullptr) [[unlikely]] {
+        WEFT_LOG_RATE(proto, error, 16, 4096,
+                      "sender %u of transport %u: a rendezvous header refused (%u kept from it: "
+                      "WEFT_UNEXPECTED_RNDV_MAX %zu, or no memory); its send fails",
+                      rx.src, rx.tl, held.rts_held, self->params_.unexpected_rndv_max);
+        self->rndv_.refuse(info);
         return;
     }
+    ++held.rts_held;
     u->total = info.total;
     u->rndv = true;
     u->rv = info;
@@ -889,6 +900,10 @@ unexpected_record *tag_module::new_unexpected(std::uint32_t src, std::uint64_t t
 
 void tag_module::free_unexpected(unexpected_record *u)
 {
+    if (u->rndv) {
+        tag_frag *f = frag_of(u->rv.tl, u->rv.src);
+        f->rts_held -= f->rts_held != 0 ? 1 : 0;
+    }
     if (u->cr_held != 0) {
         ch_.release(u->cr_peer, u->cr_held);  // its buffers are free: the credits go back
     }

@@ -185,6 +185,9 @@ struct tag_params {
     std::size_t rndv_thresh;  ///< messages longer than this use rendezvous
     bool variable;            ///< WEFT_VARIABLE_MSG: notify messages above var_thresh
     std::size_t var_thresh;   ///< variable-message threshold
+    /// Unexpected rendezvous headers kept per sender (WEFT_UNEXPECTED_RNDV_MAX);
+    /// one more is refused (its send fails at the sender).
+    std::size_t unexpected_rndv_max = 16384;
 };
 
 /// Reassembly of a fragmented eager message from one sender.
@@ -195,6 +198,7 @@ struct tag_frag {
     std::size_t total = 0;
     std::size_t received = 0;
     bool active = false;
+    std::uint32_t rts_held = 0;  ///< unexpected rendezvous headers of this sender kept here
 };
 
 class tag_module {

@@ -496,6 +496,96 @@ TEST(av, sender_inserted_after_its_first_messages_keeps_one_credit_window)
     EXPECT_EQ(weft_fabric_close(fabric), 0);
 }
 
+// Issue 10, limits: unexpected rendezvous headers are bounded per sender
+// (WEFT_UNEXPECTED_RNDV_MAX). One more is refused, and that send fails at the
+// sender with WEFT_ENOMEM: nothing is dropped silently. The kept ones are
+// received whole later.
+TEST(limits, unexpected_rendezvous_headers_beyond_the_limit_fail_their_sends)
+{
+    info_ptr hints(weft_info_alloc());
+    std::snprintf(hints->transport, sizeof(hints->transport), "shm");
+    hints->caps = WEFT_TAGGED | WEFT_SOURCE;
+    weft_config_t *config = nullptr;
+    ASSERT_EQ(weft_config_read(&config), 0);
+    ASSERT_EQ(weft_config_modify(config, "UNEXPECTED_RNDV_MAX", "4"), 0);
+    ASSERT_EQ(weft_config_modify(config, "RNDV_THRESH", "1k"), 0);
+    weft_info *raw = nullptr;
+    if (weft_getinfo(WEFT_API_VERSION, hints.get(), config, &raw) != 0) {
+        weft_config_release(config);
+        GTEST_SKIP() << "no shm transport in this build or on this machine";
+    }
+    info_ptr info(raw);
+    weft_fabric_t *fabric = nullptr;
+    weft_domain_t *domain = nullptr;
+    weft_cq_t *cq[2] = {};
+    weft_av_t *av[2] = {};
+    weft_ep_t *ep[2] = {};
+    ASSERT_EQ(weft_fabric_open(info.get(), config, &fabric), 0);
+    ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
+    std::uint8_t addr[2][256];
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(weft_cq_open(domain, nullptr, &cq[i]), 0);
+        ASSERT_EQ(weft_av_open(domain, nullptr, &av[i]), 0);
+        ASSERT_EQ(weft_ep_open(domain, info.get(), &ep[i], nullptr), 0);
+        ASSERT_EQ(weft_ep_bind_cq(ep[i], cq[i], WEFT_TRANSMIT | WEFT_RECV), 0);
+        ASSERT_EQ(weft_ep_bind_av(ep[i], av[i]), 0);
+        ASSERT_EQ(weft_ep_enable(ep[i]), 0);
+        std::size_t len = sizeof(addr[i]);
+        ASSERT_EQ(weft_ep_getname(ep[i], addr[i], &len), 0);
+    }
+    weft_addr_t to_b = 0;
+    weft_addr_t to_a = 0;
+    ASSERT_EQ(weft_av_insert(av[0], addr[1], 1, &to_b, 0), 1);
+    ASSERT_EQ(weft_av_insert(av[1], addr[0], 1, &to_a, 0), 1);
+    constexpr int sends = 10;
+    constexpr std::size_t len = 64 * 1024;  // rendezvous (threshold 1 KiB)
+    std::vector<std::vector<unsigned char>> buf(sends, std::vector<unsigned char>(len));
+    for (int i = 0; i < sends; ++i) {
+        std::memset(buf[i].data(), 'a' + i, len);
+        ASSERT_EQ(weft_tsend(ep[0], buf[i].data(), len, nullptr, to_b, 100 + i, &buf[i]), 0);
+    }
+    // B progresses without receiving: 4 headers kept, 6 refused.
+    int failed = 0;
+    {
+        weft::test::expect_log_errors refused(1);  // B says why (rate-limited)
+        for (int spin = 0; spin < 200000 && failed < sends - 4; ++spin) {
+            (void)weft_ep_progress(ep[1]);
+            weft_cq_tagged_entry e;
+            if (weft_cq_read(cq[0], &e, 1) == -WEFT_EAVAIL) {
+                weft_cq_err_entry err{};
+                ASSERT_EQ(weft_cq_readerr(cq[0], &err, 0), 1);
+                EXPECT_EQ(err.err, WEFT_ENOMEM) << err.err_str;
+                ++failed;
+            }
+        }
+    }
+    EXPECT_EQ(failed, sends - 4) << "every header beyond the limit fails its send";
+    // The 4 kept ones are received whole, in order (the first four sent).
+    std::vector<unsigned char> rbuf(len);
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(weft_trecv(ep[1], rbuf.data(), len, nullptr, to_a, 100 + i, 0, &rbuf), 0);
+        int done = 0;
+        for (int spin = 0; spin < 2000000 && done < 2; ++spin) {
+            weft_cq_tagged_entry e;
+            for (int k = 0; k < 2; ++k) {
+                const ssize_t n = weft_cq_read(cq[k], &e, 1);
+                ASSERT_NE(n, -WEFT_EAVAIL) << "no other error on endpoint " << k;
+                done += n > 0 ? 1 : 0;
+            }
+        }
+        ASSERT_EQ(done, 2) << "message " << i << ": the receive and its send";
+        EXPECT_EQ(rbuf, buf[i]);
+    }
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(weft_ep_close(ep[i]), 0);
+        EXPECT_EQ(weft_av_close(av[i]), 0);
+        EXPECT_EQ(weft_cq_close(cq[i]), 0);
+    }
+    EXPECT_EQ(weft_domain_close(domain), 0);
+    EXPECT_EQ(weft_fabric_close(fabric), 0);
+    weft_config_release(config);
+}
+
 TEST(av, entries_are_compact_and_round_trip)
 {
     static_assert(sizeof(weft::core::av_entry) <= 16);

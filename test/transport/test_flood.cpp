@@ -269,7 +269,8 @@ TEST_P(transport_flood, unexpected_flood_three_senders_10000_x_1mib)
 {
     weft::test::run_options opt;
     opt.timeout_s = 600;
-    opt.config = {{"TX_SIZE", tx_size_value}};
+    // Headers kept per sender must cover what one sender has outstanding.
+    opt.config = {{"TX_SIZE", tx_size_value}, {"UNEXPECTED_RNDV_MAX", tx_size_value}};
     const ::testing::AssertionResult result = run(4, flood, opt);
     ASSERT_TRUE(result);
 }
