@@ -20,6 +20,7 @@
 #include <cstring>
 #include <deque>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "test/transport/harness.hpp"
@@ -107,7 +108,10 @@ struct receiver {
     std::vector<unsigned char> buf;
 };
 
-void stress(rank_ctx &c)
+/// Rank that exits in the middle of the killed-peer variant.
+constexpr int victim = nranks - 1;
+
+void stress(rank_ctx &c, bool kill)
 {
     const std::uint64_t seed = env_u64("WEFT_TEST_SEED", 20261125);
     const std::uint64_t total = env_u64("WEFT_TEST_STRESS_MESSAGES", 4000);
@@ -145,10 +149,18 @@ void stress(rank_ctx &c)
     std::uint64_t bytes = 0;
     std::uint64_t styles[4] = {};
 
+    // Killed-peer variant: what involves the victim may fail with
+    // WEFT_EHOSTUNREACH once it is gone, and nothing else may fail.
+    bool victim_dead = false;
+    auto with_victim = [&](int x) { return kill && x == victim; };
     auto all_done = [&] {
         for (const int a : mine) {
             for (int x = 0; x < np; ++x) {
-                if (x != a && (out[a][x].done < per_pair || in[a][x].next < per_pair)) {
+                if (x == a) {
+                    continue;
+                }
+                const bool recv_done = in[a][x].next >= per_pair || (with_victim(x) && victim_dead);
+                if (out[a][x].done < per_pair || !recv_done) {
                     return false;
                 }
             }
@@ -167,6 +179,11 @@ void stress(rank_ctx &c)
         if (!r.chosen) {
             const std::uint64_t pick = mix(seed_of(seed, 77, static_cast<std::uint64_t>(pair), k));
             r.how = static_cast<style>(pick % 4);
+            if (with_victim(s) && (r.how == style::any_source || r.how == style::peek_claim)) {
+                // Only directed receives learn of a death (an any-source one
+                // stays posted; a peek keeps finding nothing).
+                r.how = style::directed;
+            }
             r.chosen = true;
             ++styles[pick % 4];
             std::memset(r.buf.data(), weft::test::fill_byte,
@@ -224,6 +241,13 @@ void stress(rank_ctx &c)
     auto received = [&](int a, int s, const completion &d) {
         receiver &r = in[a][s];
         const std::uint64_t k = r.next;
+        if (d.error && with_victim(s)) {
+            WEFT_TCHECK_EQ(d.err.err, WEFT_EHOSTUNREACH);
+            victim_dead = true;
+            r.waiting = false;
+            r.chosen = false;
+            return;
+        }
         const std::size_t len = size_of(seed, s, a, k);
         WEFT_TCHECK_MSG(!d.error, "receive " + std::to_string(k) + " from " + std::to_string(s) +
                                       " at " + std::to_string(a) + " failed: " +
@@ -263,12 +287,20 @@ void stress(rank_ctx &c)
                     if (rc == -WEFT_EAGAIN) {
                         break;
                     }
+                    if (rc != 0 && with_victim(x)) {
+                        WEFT_TCHECK_EQ(rc, -WEFT_EHOSTUNREACH);  // known dead already
+                        victim_dead = true;
+                        sd.next += 1;
+                        sd.done += 1;
+                        continue;
+                    }
                     WEFT_TCHECK_EQ(rc, 0);
                     sd.busy[static_cast<std::size_t>(slot)] = true;
                     sd.next += 1;
                     moved = true;
                 }
-                if (in[a][x].next < per_pair && !in[a][x].waiting) {
+                if (in[a][x].next < per_pair && !in[a][x].waiting &&
+                    !(with_victim(x) && victim_dead)) {
                     moved |= advance_recv(a, x);
                 }
             }
@@ -293,9 +325,14 @@ void stress(rank_ctx &c)
                     for (int slot = 0; slot < send_window; ++slot) {
                         if (ctx == send_ctx(a * np + x, slot)) {
                             const completion d = c.wait(ctx);
-                            WEFT_TCHECK_MSG(!d.error, "send to " + std::to_string(x) + " failed: " +
-                                                          std::string(d.err.err_str,
-                                                                      strnlen(d.err.err_str, 96)));
+                            if (d.error && with_victim(x)) {
+                                WEFT_TCHECK_EQ(d.err.err, WEFT_EHOSTUNREACH);
+                                victim_dead = true;
+                            }
+                            WEFT_TCHECK_MSG(
+                                !d.error || with_victim(x),
+                                "send to " + std::to_string(x) + " failed: " +
+                                    std::string(d.err.err_str, strnlen(d.err.err_str, 96)));
                             out[a][x].busy[static_cast<std::size_t>(slot)] = false;
                             out[a][x].done += 1;
                             known = true;
@@ -309,6 +346,18 @@ void stress(rank_ctx &c)
         }
         if (moved) {
             c.note_progress();
+        }
+        if (kill && c.rank == victim) {
+            // Half of every send to each peer done: exit without closing.
+            bool half = true;
+            for (int x = 0; x < np; ++x) {
+                half = half && (x == victim || out[victim][x].done >= per_pair / 2);
+            }
+            if (half) {
+                std::printf("stress: rank %d exits in the middle\n", victim);
+                std::fflush(stdout);
+                _exit(0);
+            }
         }
     }
     for (const int a : mine) {
@@ -329,7 +378,29 @@ TEST_P(transport_stress, four_ranks_random_sizes_tags_wildcards_peeks_claims_can
 {
     weft::test::run_options opt;
     opt.timeout_s = 900;
-    const ::testing::AssertionResult result = run(nranks, stress, opt);
+    const ::testing::AssertionResult result = run(
+        nranks, [](rank_ctx &c) { stress(c, false); }, opt);
+    ASSERT_TRUE(result);
+}
+
+// The same with rank 3 exiting in the middle (without closing): the other
+// three finish all their traffic among themselves, byte for byte, and only
+// operations involving rank 3 may fail, with WEFT_EHOSTUNREACH.
+TEST_P(transport_stress, killed_peer_in_the_middle_fails_only_its_operations)
+{
+    if (GetParam() == "self") {
+        GTEST_SKIP() << "the self transport has no remote peer that could exit";
+    }
+    weft::test::run_options opt;
+    opt.timeout_s = 900;
+    opt.allow_log_errors = true;  // the survivors say who died
+    const ::testing::AssertionResult result = run(
+        nranks,
+        [](rank_ctx &c) {
+            c.final_barrier = false;  // rank 3 is gone
+            stress(c, true);
+        },
+        opt);
     ASSERT_TRUE(result);
 }
 
