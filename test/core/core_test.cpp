@@ -782,14 +782,20 @@ TEST(threading, safe_level_with_concurrent_senders_and_auto_progress)
     }
 }
 
-TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
+// `window`: WEFT_CREDIT_WINDOW for this run (nullptr: the default).
+static void eagain_mode_on_self(const char *window)
 {
+    weft_config_t *config = nullptr;
+    ASSERT_EQ(weft_config_read(&config), 0);
+    if (window != nullptr) {
+        ASSERT_EQ(weft_config_modify(config, "CREDIT_WINDOW", window), 0);
+    }
     info_ptr hints(weft_info_alloc());
     std::snprintf(hints->transport, sizeof(hints->transport), "self");
     hints->caps = WEFT_TAGGED;
     hints->ep_attr.credit_mode = WEFT_CREDITS_EAGAIN;
     weft_info *raw = nullptr;
-    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &raw), 0);
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), config, &raw), 0);
     info_ptr info(raw);
     ASSERT_EQ(info->ep_attr.credit_mode, WEFT_CREDITS_EAGAIN);
     weft_fabric_t *fabric;
@@ -798,7 +804,8 @@ TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
     weft_av_t *av;
     weft_ep_t *ep;
     const weft_cq_attr attr{0, WEFT_CQ_FORMAT_CONTEXT};
-    ASSERT_EQ(weft_fabric_open(info.get(), nullptr, &fabric), 0);
+    ASSERT_EQ(weft_fabric_open(info.get(), config, &fabric), 0);
+    weft_config_release(config);
     ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
     ASSERT_EQ(weft_cq_open(domain, &attr, &cq), 0);
     ASSERT_EQ(weft_av_open(domain, nullptr, &av), 0);
@@ -816,6 +823,11 @@ TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
     ASSERT_EQ(weft_ep_credits(ep, me, &c), 0);
     EXPECT_GT(c.send, 0U);
     EXPECT_GE(c.recv_window, c.send_window);
+    if (window != nullptr) {
+        // Flow control is on with this window (issue 10, defect 7: 512 and
+        // more used to turn it off, with a message that did not name it).
+        EXPECT_EQ(c.recv_window, std::strtoull(window, nullptr, 10));
+    }
     const iovec small{nullptr, 8};
     EXPECT_EQ(weft_ep_sendv_cost(ep, &small, 1), 1);
     EXPECT_EQ(weft_ep_credits(ep, 12345, &c), -WEFT_EINVAL);
@@ -850,6 +862,17 @@ TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
     EXPECT_EQ(weft_cq_close(cq), 0);
     EXPECT_EQ(weft_domain_close(domain), 0);
     EXPECT_EQ(weft_fabric_close(fabric), 0);
+}
+
+TEST(credits, eagain_mode_pushes_back_and_recovers_on_self)
+{
+    eagain_mode_on_self(nullptr);
+}
+
+TEST(credits, windows_of_512_and_more_keep_flow_control_on)
+{
+    eagain_mode_on_self("512");
+    eagain_mode_on_self("4096");
 }
 
 // ------------------------------------------------------------------ configuration objects
