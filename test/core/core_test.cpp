@@ -79,6 +79,57 @@ struct self_ep {
     }
 };
 
+/// Two shm endpoints of one process, each with its own CQ and AV (neither AV
+/// filled): for tests of what one endpoint sees of another.
+struct shm_pair {
+    info_ptr info;
+    weft_fabric_t *fabric = nullptr;
+    weft_domain_t *domain = nullptr;
+    weft_cq_t *cq[2] = {};
+    weft_av_t *av[2] = {};
+    weft_ep_t *ep[2] = {};
+    std::uint8_t addr[2][256] = {};
+
+    /// False when this build or machine has no shm transport (the caller skips).
+    bool open(const weft_config_t *config = nullptr)
+    {
+        info_ptr hints(weft_info_alloc());
+        std::snprintf(hints->transport, sizeof(hints->transport), "shm");
+        hints->caps = WEFT_TAGGED | WEFT_SOURCE;
+        weft_info *raw = nullptr;
+        if (weft_getinfo(WEFT_API_VERSION, hints.get(), config, &raw) != 0) {
+            return false;
+        }
+        info.reset(raw);
+        EXPECT_EQ(weft_fabric_open(info.get(), config, &fabric), 0);
+        EXPECT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
+        for (int i = 0; i < 2; ++i) {
+            EXPECT_EQ(weft_cq_open(domain, nullptr, &cq[i]), 0);
+            EXPECT_EQ(weft_av_open(domain, nullptr, &av[i]), 0);
+            EXPECT_EQ(weft_ep_open(domain, info.get(), &ep[i], nullptr), 0);
+            EXPECT_EQ(weft_ep_bind_cq(ep[i], cq[i], WEFT_TRANSMIT | WEFT_RECV), 0);
+            EXPECT_EQ(weft_ep_bind_av(ep[i], av[i]), 0);
+            EXPECT_EQ(weft_ep_enable(ep[i]), 0);
+            std::size_t len = sizeof(addr[i]);
+            EXPECT_EQ(weft_ep_getname(ep[i], addr[i], &len), 0);
+        }
+        return true;
+    }
+    ~shm_pair()
+    {
+        if (fabric == nullptr) {
+            return;
+        }
+        for (int i = 0; i < 2; ++i) {
+            EXPECT_EQ(weft_ep_close(ep[i]), 0);
+            EXPECT_EQ(weft_av_close(av[i]), 0);
+            EXPECT_EQ(weft_cq_close(cq[i]), 0);
+        }
+        EXPECT_EQ(weft_domain_close(domain), 0);
+        EXPECT_EQ(weft_fabric_close(fabric), 0);
+    }
+};
+
 }  // namespace
 
 TEST(getinfo, lists_auto_first_and_reports_limits)
@@ -401,33 +452,14 @@ TEST(api, cancel_of_many_posted_receives_walks_them_once)
 // warning (a lost credit return would stop the sends for good).
 TEST(av, sender_inserted_after_its_first_messages_keeps_one_credit_window)
 {
-    info_ptr hints(weft_info_alloc());
-    std::snprintf(hints->transport, sizeof(hints->transport), "shm");
-    hints->caps = WEFT_TAGGED | WEFT_SOURCE;
-    weft_info *raw = nullptr;
-    if (weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &raw) != 0) {
+    shm_pair pair;
+    if (!pair.open()) {
         GTEST_SKIP() << "no shm transport in this build or on this machine";
     }
-    info_ptr info(raw);
-    weft_fabric_t *fabric = nullptr;
-    weft_domain_t *domain = nullptr;
-    weft_cq_t *cq[2] = {};
-    weft_av_t *av[2] = {};
-    weft_ep_t *ep[2] = {};
-    ASSERT_EQ(weft_fabric_open(info.get(), nullptr, &fabric), 0);
-    ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
-    std::uint8_t addr[2][256];
-    std::size_t len[2];
-    for (int i = 0; i < 2; ++i) {
-        ASSERT_EQ(weft_cq_open(domain, nullptr, &cq[i]), 0);
-        ASSERT_EQ(weft_av_open(domain, nullptr, &av[i]), 0);
-        ASSERT_EQ(weft_ep_open(domain, info.get(), &ep[i], nullptr), 0);
-        ASSERT_EQ(weft_ep_bind_cq(ep[i], cq[i], WEFT_TRANSMIT | WEFT_RECV), 0);
-        ASSERT_EQ(weft_ep_bind_av(ep[i], av[i]), 0);
-        ASSERT_EQ(weft_ep_enable(ep[i]), 0);
-        len[i] = sizeof(addr[i]);
-        ASSERT_EQ(weft_ep_getname(ep[i], addr[i], &len[i]), 0);
-    }
+    auto &ep = pair.ep;
+    auto &av = pair.av;
+    auto &cq = pair.cq;
+    auto &addr = pair.addr;
     weft_credits c{};
     weft_addr_t b_at_a = 0;
     ASSERT_EQ(weft_av_insert(av[0], addr[1], 1, &b_at_a, 0), 1);  // A knows B; B not A yet
@@ -487,13 +519,6 @@ TEST(av, sender_inserted_after_its_first_messages_keeps_one_credit_window)
     }
     EXPECT_EQ(d0, 2 * n) << "A: its sends and receives";
     EXPECT_EQ(d1, 2 * n) << "B: its sends to A and its receives";
-    for (int i = 0; i < 2; ++i) {
-        EXPECT_EQ(weft_ep_close(ep[i]), 0);
-        EXPECT_EQ(weft_av_close(av[i]), 0);
-        EXPECT_EQ(weft_cq_close(cq[i]), 0);
-    }
-    EXPECT_EQ(weft_domain_close(domain), 0);
-    EXPECT_EQ(weft_fabric_close(fabric), 0);
 }
 
 // Issue 10, limits: unexpected rendezvous headers are bounded per sender
@@ -502,37 +527,20 @@ TEST(av, sender_inserted_after_its_first_messages_keeps_one_credit_window)
 // received whole later.
 TEST(limits, unexpected_rendezvous_headers_beyond_the_limit_fail_their_sends)
 {
-    info_ptr hints(weft_info_alloc());
-    std::snprintf(hints->transport, sizeof(hints->transport), "shm");
-    hints->caps = WEFT_TAGGED | WEFT_SOURCE;
     weft_config_t *config = nullptr;
     ASSERT_EQ(weft_config_read(&config), 0);
     ASSERT_EQ(weft_config_modify(config, "UNEXPECTED_RNDV_MAX", "4"), 0);
     ASSERT_EQ(weft_config_modify(config, "RNDV_THRESH", "1k"), 0);
-    weft_info *raw = nullptr;
-    if (weft_getinfo(WEFT_API_VERSION, hints.get(), config, &raw) != 0) {
-        weft_config_release(config);
+    shm_pair pair;
+    const bool have_shm = pair.open(config);
+    weft_config_release(config);
+    if (!have_shm) {
         GTEST_SKIP() << "no shm transport in this build or on this machine";
     }
-    info_ptr info(raw);
-    weft_fabric_t *fabric = nullptr;
-    weft_domain_t *domain = nullptr;
-    weft_cq_t *cq[2] = {};
-    weft_av_t *av[2] = {};
-    weft_ep_t *ep[2] = {};
-    ASSERT_EQ(weft_fabric_open(info.get(), config, &fabric), 0);
-    ASSERT_EQ(weft_domain_open(fabric, info.get(), &domain), 0);
-    std::uint8_t addr[2][256];
-    for (int i = 0; i < 2; ++i) {
-        ASSERT_EQ(weft_cq_open(domain, nullptr, &cq[i]), 0);
-        ASSERT_EQ(weft_av_open(domain, nullptr, &av[i]), 0);
-        ASSERT_EQ(weft_ep_open(domain, info.get(), &ep[i], nullptr), 0);
-        ASSERT_EQ(weft_ep_bind_cq(ep[i], cq[i], WEFT_TRANSMIT | WEFT_RECV), 0);
-        ASSERT_EQ(weft_ep_bind_av(ep[i], av[i]), 0);
-        ASSERT_EQ(weft_ep_enable(ep[i]), 0);
-        std::size_t len = sizeof(addr[i]);
-        ASSERT_EQ(weft_ep_getname(ep[i], addr[i], &len), 0);
-    }
+    auto &ep = pair.ep;
+    auto &av = pair.av;
+    auto &cq = pair.cq;
+    auto &addr = pair.addr;
     weft_addr_t to_b = 0;
     weft_addr_t to_a = 0;
     ASSERT_EQ(weft_av_insert(av[0], addr[1], 1, &to_b, 0), 1);
@@ -576,14 +584,6 @@ TEST(limits, unexpected_rendezvous_headers_beyond_the_limit_fail_their_sends)
         ASSERT_EQ(done, 2) << "message " << i << ": the receive and its send";
         EXPECT_EQ(rbuf, buf[i]);
     }
-    for (int i = 0; i < 2; ++i) {
-        EXPECT_EQ(weft_ep_close(ep[i]), 0);
-        EXPECT_EQ(weft_av_close(av[i]), 0);
-        EXPECT_EQ(weft_cq_close(cq[i]), 0);
-    }
-    EXPECT_EQ(weft_domain_close(domain), 0);
-    EXPECT_EQ(weft_fabric_close(fabric), 0);
-    weft_config_release(config);
 }
 
 TEST(av, entries_are_compact_and_round_trip)

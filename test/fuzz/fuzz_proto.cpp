@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/objects.hpp"
+#include "test/fuzz/shm_endpoint.hpp"
 #include "transport/iface.hpp"
 #include "weft/weft.h"
 
@@ -24,49 +25,16 @@ namespace {
 
 int contexts[5];  ///< of the receives an input posts
 
-struct world {
-    weft_fabric_t *fabric = nullptr;
-    weft_domain_t *domain = nullptr;
-    weft_cq_t *cq = nullptr;
-    weft_av_t *av = nullptr;
-    weft_ep_t *ep = nullptr;
-    weft_addr_t me = 0;
+struct world : weft::fuzz::shm_endpoint {
     weft::transport::iface *tl = nullptr;
     weft::transport::conn_id conn = 0;
     std::vector<std::uint8_t> rbuf = std::vector<std::uint8_t>(1 << 16);
 };
 
-void must(int rc, const char *what)
-{
-    if (rc < 0) {
-        std::fprintf(stderr, "fuzz_proto: %s failed: %s\n", what, weft_strerror(rc));
-        std::abort();
-    }
-}
-
 world *open_world()
 {
     auto *w = new world;
-    weft_info *hints = weft_info_alloc();
-    std::snprintf(hints->transport, sizeof(hints->transport), "shm");
-    hints->caps = WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRECTED_RECV;
-    weft_info *info = nullptr;
-    must(weft_getinfo(WEFT_API_VERSION, hints, nullptr, &info), "weft_getinfo(shm)");
-    must(weft_fabric_open(info, nullptr, &w->fabric), "fabric");
-    must(weft_domain_open(w->fabric, info, &w->domain), "domain");
-    const weft_cq_attr cq_attr{0, WEFT_CQ_FORMAT_TAGGED};
-    must(weft_cq_open(w->domain, &cq_attr, &w->cq), "cq");
-    must(weft_av_open(w->domain, nullptr, &w->av), "av");
-    must(weft_ep_open(w->domain, info, &w->ep, nullptr), "ep");
-    must(weft_ep_bind_cq(w->ep, w->cq, WEFT_TRANSMIT | WEFT_RECV), "bind cq");
-    must(weft_ep_bind_av(w->ep, w->av), "bind av");
-    must(weft_ep_enable(w->ep), "enable");
-    std::uint8_t addr[256];
-    std::size_t len = sizeof(addr);
-    must(weft_ep_getname(w->ep, addr, &len), "getname");
-    must(weft_av_insert(w->av, addr, 1, &w->me, 0) == 1 ? 0 : -WEFT_EINVAL, "av insert");
-    weft_info_free(info);
-    weft_info_free(hints);
+    weft::fuzz::open_shm_endpoint(*w);
     w->tl = w->ep->tls.at(0).get();
     if (w->tl->connect(w->ep->addr, w->conn) != weft::base::status::ok) {
         std::abort();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/objects.hpp"
+#include "test/fuzz/shm_endpoint.hpp"
 #include "transport/shm/fifo_inl.hpp"
 #include "transport/shm/segment.hpp"
 #include "weft/weft.h"
@@ -31,12 +32,7 @@ namespace shm = weft::transport::shm;
 
 namespace {
 
-struct world {
-    weft_fabric_t *fabric = nullptr;
-    weft_domain_t *domain = nullptr;
-    weft_cq_t *cq = nullptr;
-    weft_av_t *av = nullptr;
-    weft_ep_t *ep = nullptr;
+struct world : weft::fuzz::shm_endpoint {
     shm::mapping map;  ///< a second mapping of the endpoint's own segment
     shm::segment_geometry geo{};
     std::vector<std::uint8_t> rbuf = std::vector<std::uint8_t>(1 << 16);
@@ -44,42 +40,16 @@ struct world {
 
 int contexts[4];
 
-void must(bool ok, const char *what)
-{
-    if (!ok) {
-        std::fprintf(stderr, "fuzz_shm: %s failed\n", what);
-        std::abort();
-    }
-}
-
 world *open_world()
 {
     auto *w = new world;
-    weft_info *hints = weft_info_alloc();
-    std::snprintf(hints->transport, sizeof(hints->transport), "shm");
-    hints->caps = WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRECTED_RECV;
-    weft_info *info = nullptr;
-    must(weft_getinfo(WEFT_API_VERSION, hints, nullptr, &info) == 0, "weft_getinfo(shm)");
-    must(weft_fabric_open(info, nullptr, &w->fabric) == 0, "fabric");
-    must(weft_domain_open(w->fabric, info, &w->domain) == 0, "domain");
-    const weft_cq_attr cq_attr{0, WEFT_CQ_FORMAT_TAGGED};
-    must(weft_cq_open(w->domain, &cq_attr, &w->cq) == 0, "cq");
-    must(weft_av_open(w->domain, nullptr, &w->av) == 0, "av");
-    must(weft_ep_open(w->domain, info, &w->ep, nullptr) == 0, "ep");
-    must(weft_ep_bind_cq(w->ep, w->cq, WEFT_TRANSMIT | WEFT_RECV) == 0, "bind cq");
-    must(weft_ep_bind_av(w->ep, w->av) == 0, "bind av");
-    must(weft_ep_enable(w->ep) == 0, "enable");
-    std::uint8_t addr[256];
-    std::size_t len = sizeof(addr);
-    must(weft_ep_getname(w->ep, addr, &len) == 0, "getname");
-    weft_addr_t me = 0;
-    must(weft_av_insert(w->av, addr, 1, &me, 0) == 1, "av insert");
-    weft_info_free(info);
-    weft_info_free(hints);
+    weft::fuzz::open_shm_endpoint(*w);
     shm::cookie_t cookie = 0;
-    must(shm::address_cookie(w->ep->addr, cookie), "address cookie");
-    must(shm::map_segment(w->ep->addr.id(), cookie, w->map, w->geo) == weft::base::status::ok,
-         "map own segment");
+    if (!shm::address_cookie(w->ep->addr, cookie) ||
+        shm::map_segment(w->ep->addr.id(), cookie, w->map, w->geo) != weft::base::status::ok) {
+        std::fprintf(stderr, "fuzz_shm: cannot map the endpoint's own segment\n");
+        std::abort();
+    }
     return w;
 }
 

@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -360,16 +359,14 @@ void stress(rank_ctx &c, bool kill)
             }
         }
     }
-    for (const int a : mine) {
-        std::printf(
-            "stress: rank %d: %llu messages checked (%llu bytes); styles directed %llu, "
-            "any-source %llu, next-of-sender %llu, peek+claim %llu; %llu decoys cancelled\n",
-            a, static_cast<unsigned long long>(checked), static_cast<unsigned long long>(bytes),
-            static_cast<unsigned long long>(styles[0]), static_cast<unsigned long long>(styles[1]),
-            static_cast<unsigned long long>(styles[2]), static_cast<unsigned long long>(styles[3]),
-            static_cast<unsigned long long>(decoys));
-        break;
-    }
+    // One line per process (over self it counts all four logical ranks).
+    std::printf(
+        "stress: rank %d: %llu messages checked (%llu bytes); styles directed %llu, "
+        "any-source %llu, next-of-sender %llu, peek+claim %llu; %llu decoys cancelled\n",
+        mine.front(), static_cast<unsigned long long>(checked),
+        static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(styles[0]),
+        static_cast<unsigned long long>(styles[1]), static_cast<unsigned long long>(styles[2]),
+        static_cast<unsigned long long>(styles[3]), static_cast<unsigned long long>(decoys));
 }
 
 class transport_stress : public transport_test {};
