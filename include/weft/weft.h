@@ -5,7 +5,8 @@
  * The object model follows the OpenFabrics Interfaces design: discover what the
  * fabric offers with weft_getinfo(), open a fabric, a domain, completion queues,
  * counters, an address vector and endpoints, bind them, enable the endpoint, and
- * move data with tagged messages.
+ * move data with tagged messages, one-sided RMA and atomics on registered memory,
+ * and triggered operations (docs/rma.md).
  *
  * Conventions:
  * - Functions returning int or ssize_t return 0 (or a count) on success and a
@@ -37,9 +38,11 @@ extern "C" {
  * version with a minor version up to this one.
  * 2.0: configuration objects (weft_config_*, passed to weft_getinfo() and
  * weft_fabric_open()), variable-length endpoint addresses, packed remote keys.
+ * 2.1: RMA (weft_put*, weft_get*), atomics (weft_atomic*), weft_ep_flush,
+ * RMA counters and events, triggered operations (WEFT_TRIGGER).
  */
 #define WEFT_API_VERSION_MAJOR 2
-#define WEFT_API_VERSION_MINOR 0
+#define WEFT_API_VERSION_MINOR 1
 #define WEFT_API_VERSION WEFT_VERSION(WEFT_API_VERSION_MAJOR, WEFT_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ status codes */
@@ -95,10 +98,10 @@ typedef uint64_t weft_addr_t;
 #define WEFT_SOURCE (1ULL << 1)         /**< cap: report the source address of receives */
 #define WEFT_DIRECTED_RECV (1ULL << 2)  /**< cap: receives may name a source */
 #define WEFT_REMOTE_CQ_DATA (1ULL << 3) /**< cap and flag: 64-bit remote CQ data */
-#define WEFT_RMA (1ULL << 4)            /**< cap: one-sided RMA (not in this version's API) */
-#define WEFT_ATOMIC (1ULL << 5)         /**< cap: atomics (not in this version's API) */
-#define WEFT_TRIGGER (1ULL << 6)      /**< cap: triggered operations (not in this version's API) */
-#define WEFT_VARIABLE_MSG (1ULL << 7) /**< cap and CQ flag: variable-length messages */
+#define WEFT_RMA (1ULL << 4)            /**< cap and CQ flag: one-sided RMA (put, get) */
+#define WEFT_ATOMIC (1ULL << 5)         /**< cap and CQ flag: atomics */
+#define WEFT_TRIGGER (1ULL << 6)        /**< cap; op flag: the context is a struct weft_trigger */
+#define WEFT_VARIABLE_MSG (1ULL << 7)   /**< cap and CQ flag: variable-length messages */
 
 #define WEFT_SEND (1ULL << 16)       /**< CQ flag: a send completed; bind flag: transmit side */
 #define WEFT_RECV (1ULL << 17)       /**< CQ flag: a receive completed; bind flag: receive side */
@@ -110,7 +113,20 @@ typedef uint64_t weft_addr_t;
 #define WEFT_INJECT (1ULL << 22)     /**< send flag: buffer reusable on return, no completion */
 #define WEFT_COMPLETION (1ULL << 23) /**< send/recv flag: generate a completion (selective) */
 #define WEFT_SELECTIVE_COMPLETION \
-    (1ULL << 24) /**< bind flag: completions only with WEFT_COMPLETION */
+    (1ULL << 24)                /**< bind flag: completions only with WEFT_COMPLETION */
+#define WEFT_READ (1ULL << 25)  /**< CQ flag: a get or fetching atomic; cntr bind: count them */
+#define WEFT_WRITE (1ULL << 26) /**< CQ flag: a put or atomic; cntr bind: count them */
+/** CQ flag: a peer's put (with CQ data) landed here; cntr bind: count peers' puts and
+ *  atomics on regions registered with WEFT_MR_RMA_EVENT */
+#define WEFT_REMOTE_WRITE (1ULL << 27)
+/** cntr bind: count peers' gets on regions registered with WEFT_MR_RMA_EVENT */
+#define WEFT_REMOTE_READ (1ULL << 28)
+/** op flag: complete when the data is visible at the target (default for RMA: when the
+ *  local buffer may be reused) */
+#define WEFT_DELIVERY_COMPLETE (1ULL << 29)
+/** op flag: start only after every earlier RMA and atomic of the endpoint is remotely
+ *  complete; later ones wait behind it (SHMEM fence) */
+#define WEFT_FENCE (1ULL << 30)
 
 /** Message ordering bits (weft_ep_attr::msg_order). WEFT_ORDER_SAS: send after
  *  send, messages from one source match in the order they were sent. */
@@ -422,10 +438,26 @@ int weft_av_load_pmix(weft_av_t *av, weft_ep_t *ep, uint32_t *rank, uint32_t *si
 #define WEFT_ACCESS_REMOTE_WRITE (1ULL << 2)  /**< target of remote writes */
 #define WEFT_ACCESS_REMOTE_ATOMIC (1ULL << 3) /**< target of remote atomics */
 
+/** weft_mr_reg() flag: peers' operations on the region are counted by the target
+ *  endpoint's WEFT_REMOTE_WRITE / WEFT_REMOTE_READ counters (each costs the initiator
+ *  one extra message when the transport does the operation itself). */
+#define WEFT_MR_RMA_EVENT (1ULL << 0)
+/**
+ * weft_mr_reg() flag: the region's atomics run on the NIC (device mode) instead of
+ * the target's CPU (CPU mode, the default). The two never mix on one region: in
+ * device mode only atomics the NIC of the transport reaching the target offers
+ * are allowed (verbs: 64-bit add, fetch-add and compare-and-swap); others fail
+ * with -WEFT_ENOSYS. Pick it for regions updated only by remote peers with those
+ * operations (docs/rma.md, "One atomicity domain").
+ */
+#define WEFT_MR_DEVICE_ATOMICS (1ULL << 1)
+
 /**
  * Register memory with every transport of the domain. Registration is optional
- * for tagged messages (desc may be NULL); remote access needs it, and the
- * region's packed key (weft_mr_pack_key()) given to the peers.
+ * for tagged messages and local buffers (desc may be NULL); remote access needs
+ * it, and the region's packed key (weft_mr_pack_key()) given to the peers.
+ * @param access WEFT_ACCESS_* bits
+ * @param flags  0, WEFT_MR_RMA_EVENT, WEFT_MR_DEVICE_ATOMICS
  */
 int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t access, uint64_t flags,
                 weft_mr_t **mr);
@@ -469,7 +501,12 @@ int weft_ep_close(weft_ep_t *ep);
 
 /** Bind a CQ for WEFT_TRANSMIT and/or WEFT_RECV completions (| WEFT_SELECTIVE_COMPLETION). */
 int weft_ep_bind_cq(weft_ep_t *ep, weft_cq_t *cq, uint64_t flags);
-/** Bind a counter counting WEFT_SEND and/or WEFT_RECV completions. */
+/**
+ * Bind a counter. @p flags: what it counts, any of WEFT_SEND and WEFT_RECV (tagged
+ * messages), WEFT_WRITE (this endpoint's puts and non-fetching atomics), WEFT_READ
+ * (its gets and fetching atomics), WEFT_REMOTE_WRITE and WEFT_REMOTE_READ (peers'
+ * operations on this endpoint's WEFT_MR_RMA_EVENT regions). One counter per kind.
+ */
 int weft_ep_bind_cntr(weft_ep_t *ep, weft_cntr_t *cntr, uint64_t flags);
 /** Bind the address vector (required before enable). */
 int weft_ep_bind_av(weft_ep_t *ep, weft_av_t *av);
@@ -618,6 +655,182 @@ ssize_t weft_trecvmsg(weft_ep_t *ep, const struct weft_msg_tagged *msg, uint64_t
  * -WEFT_ENOENT if no such receive is outstanding (already matched).
  */
 int weft_cancel(weft_ep_t *ep, void *context);
+
+/* ------------------------------------------------------------------ RMA */
+
+/**
+ * One-sided operations (docs/rma.md). The target is named by an unpacked remote
+ * key (weft_rkey_unpack(), which binds it to one peer) and an address inside the
+ * region it describes. The range and access rights are checked before anything
+ * is sent, and again by the target: a bad range, a missing right, or a region
+ * closed meanwhile completes the operation with an error entry (err
+ * WEFT_EACCES) and target memory is left untouched.
+ *
+ * Completions go to the transmit CQ and counters, with flags WEFT_RMA |
+ * WEFT_WRITE (put) or WEFT_RMA | WEFT_READ (get). A put completes when its
+ * buffer may be reused, or, with WEFT_DELIVERY_COMPLETE, when the data is
+ * visible at the target; a get when the data is in the local buffer.
+ * weft_ep_flush() waits until every earlier operation is visible at its target.
+ */
+
+/** An RMA operation for weft_putmsg() / weft_getmsg(). */
+struct weft_msg_rma {
+    const struct iovec *msg_iov; /**< local buffers */
+    void **desc;                 /**< descriptors per iovec, or NULL */
+    size_t iov_count;            /**< entries in msg_iov */
+    uint64_t rma_addr;           /**< target address (in the key's region) */
+    weft_rkey_t *rkey;           /**< the target region, unpacked for the peer */
+    void *context; /**< operation context (a struct weft_trigger * with WEFT_TRIGGER) */
+    uint64_t data; /**< remote CQ data (put with WEFT_REMOTE_CQ_DATA) */
+};
+
+/** Write @p len bytes to @p addr of the peer's region @p rkey. */
+ssize_t weft_put(weft_ep_t *ep, const void *buf, size_t len, void *desc, uint64_t addr,
+                 weft_rkey_t *rkey, void *context);
+/** Write a gather list. */
+ssize_t weft_putv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t count, uint64_t addr,
+                  weft_rkey_t *rkey, void *context);
+/**
+ * Write, then deliver @p data to the target's receive CQ: an entry with flags
+ * WEFT_RMA | WEFT_REMOTE_WRITE | WEFT_REMOTE_CQ_DATA, len and data, seen only
+ * after the written bytes are visible there. Consumes no posted receive.
+ */
+ssize_t weft_putdata(weft_ep_t *ep, const void *buf, size_t len, void *desc, uint64_t data,
+                     uint64_t addr, weft_rkey_t *rkey, void *context);
+/** Write up to WEFT_OPT_INJECT_SIZE bytes; the buffer is reusable on return; no CQ entry
+ *  (counters still count it, and weft_ep_flush() waits for it). */
+ssize_t weft_inject_put(weft_ep_t *ep, const void *buf, size_t len, uint64_t addr,
+                        weft_rkey_t *rkey);
+/** As weft_inject_put(), with remote CQ data. */
+ssize_t weft_inject_putdata(weft_ep_t *ep, const void *buf, size_t len, uint64_t data,
+                            uint64_t addr, weft_rkey_t *rkey);
+/**
+ * Write with flags: WEFT_INJECT, WEFT_REMOTE_CQ_DATA, WEFT_COMPLETION,
+ * WEFT_DELIVERY_COMPLETE, WEFT_FENCE, WEFT_TRIGGER.
+ */
+ssize_t weft_putmsg(weft_ep_t *ep, const struct weft_msg_rma *msg, uint64_t flags);
+
+/** Read @p len bytes from @p addr of the peer's region @p rkey into @p buf. */
+ssize_t weft_get(weft_ep_t *ep, void *buf, size_t len, void *desc, uint64_t addr, weft_rkey_t *rkey,
+                 void *context);
+/** Read into a scatter list. */
+ssize_t weft_getv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t count, uint64_t addr,
+                  weft_rkey_t *rkey, void *context);
+/** Read with flags: WEFT_COMPLETION, WEFT_FENCE, WEFT_TRIGGER. */
+ssize_t weft_getmsg(weft_ep_t *ep, const struct weft_msg_rma *msg, uint64_t flags);
+
+/**
+ * Wait until every RMA and atomic this endpoint started before the call is
+ * complete at its target (SHMEM quiet), driving progress. Failed operations
+ * report their errors through their own completions.
+ * @return 0, or -WEFT_ETIMEDOUT after @p timeout_ms (-1: no limit)
+ */
+int weft_ep_flush(weft_ep_t *ep, int timeout_ms);
+
+/* ------------------------------------------------------------------ atomics */
+
+/** Element types of atomics (the C types of OpenSHMEM and the MPI basic types). */
+enum weft_datatype {
+    WEFT_INT8 = 0,
+    WEFT_UINT8,
+    WEFT_INT16,
+    WEFT_UINT16,
+    WEFT_INT32,
+    WEFT_UINT32,
+    WEFT_INT64,
+    WEFT_UINT64,
+    WEFT_FLOAT,
+    WEFT_DOUBLE,
+    WEFT_LONG_DOUBLE,    /**< C long double */
+    WEFT_FLOAT_COMPLEX,  /**< float _Complex */
+    WEFT_DOUBLE_COMPLEX, /**< double _Complex */
+    WEFT_DATATYPE_COUNT
+};
+
+/** Atomic operations: the MPI accumulate ops and the OpenSHMEM atomics. */
+enum weft_atomic_op {
+    WEFT_SUM = 0, /**< MPI_SUM; shmem add, inc, fetch_add, fetch_inc */
+    WEFT_PROD,    /**< MPI_PROD */
+    WEFT_MIN,     /**< MPI_MIN (not on complex types) */
+    WEFT_MAX,     /**< MPI_MAX (not on complex types) */
+    WEFT_BAND,    /**< MPI_BAND; shmem and, fetch_and (integer types) */
+    WEFT_BOR,     /**< MPI_BOR; shmem or, fetch_or (integer types) */
+    WEFT_BXOR,    /**< MPI_BXOR; shmem xor, fetch_xor (integer types) */
+    WEFT_LAND,    /**< MPI_LAND (integer types) */
+    WEFT_LOR,     /**< MPI_LOR (integer types) */
+    WEFT_LXOR,    /**< MPI_LXOR (integer types) */
+    WEFT_REPLACE, /**< MPI_REPLACE; shmem set; with a result: shmem swap */
+    WEFT_CSWAP,   /**< compare-and-swap (weft_compare_atomic) */
+    WEFT_NOOP,    /**< MPI_NO_OP; with a result: shmem fetch */
+    WEFT_ATOMIC_OP_COUNT
+};
+
+/** An atomic for weft_atomicmsg(). */
+struct weft_msg_atomic {
+    const void *operand; /**< count elements */
+    const void *compare; /**< WEFT_CSWAP: count elements to compare with, else NULL */
+    void *result;        /**< fetching: count elements receive the old values, else NULL */
+    size_t count;        /**< elements, >= 1, at most weft_atomic_max_count() */
+    enum weft_datatype datatype;
+    enum weft_atomic_op op;
+    uint64_t rma_addr; /**< target address of the first element, naturally aligned */
+    weft_rkey_t *rkey; /**< the target region, unpacked for the peer */
+    void *context;     /**< operation context (a struct weft_trigger * with WEFT_TRIGGER) */
+};
+
+/**
+ * Apply @p op with @p count operands at @p buf to the elements at @p addr of the
+ * peer's region, each element atomically. Completion: WEFT_ATOMIC | WEFT_WRITE.
+ * Atomics to one location are atomic with respect to each other whatever
+ * transports and peers issue them (docs/rma.md, "One atomicity domain").
+ * @return 0, -WEFT_EAGAIN, -WEFT_EINVAL (op invalid for the type, misaligned,
+ *         count out of range), -WEFT_ENOSYS (device-mode region, op the NIC lacks)
+ */
+ssize_t weft_atomic(weft_ep_t *ep, const void *buf, size_t count, uint64_t addr, weft_rkey_t *rkey,
+                    enum weft_datatype datatype, enum weft_atomic_op op, void *context);
+/** As weft_atomic(); the old values go to @p result. Completion: WEFT_ATOMIC | WEFT_READ. */
+ssize_t weft_fetch_atomic(weft_ep_t *ep, const void *buf, size_t count, void *result, uint64_t addr,
+                          weft_rkey_t *rkey, enum weft_datatype datatype, enum weft_atomic_op op,
+                          void *context);
+/** Compare-and-swap: where an element equals @p compare it becomes @p buf; the old
+ *  values go to @p result either way. Completion: WEFT_ATOMIC | WEFT_READ. */
+ssize_t weft_compare_atomic(weft_ep_t *ep, const void *buf, const void *compare, size_t count,
+                            void *result, uint64_t addr, weft_rkey_t *rkey,
+                            enum weft_datatype datatype, void *context);
+/** An atomic with flags: WEFT_INJECT (non-fetching), WEFT_COMPLETION,
+ *  WEFT_DELIVERY_COMPLETE, WEFT_FENCE, WEFT_TRIGGER. */
+ssize_t weft_atomicmsg(weft_ep_t *ep, const struct weft_msg_atomic *msg, uint64_t flags);
+/** Most elements of @p datatype in one atomic (0 for an invalid type). */
+size_t weft_atomic_max_count(enum weft_datatype datatype);
+/** Whether @p op is valid on @p datatype (with a result: fetching; with compare: WEFT_CSWAP). */
+int weft_atomic_valid(enum weft_datatype datatype, enum weft_atomic_op op);
+
+/* ------------------------------------------------------------------ triggered operations */
+
+/**
+ * Context of a triggered operation. Post any tagged send (weft_tsendmsg), put,
+ * get or atomic (weft_putmsg, weft_getmsg, weft_atomicmsg) with the flag
+ * WEFT_TRIGGER and a struct weft_trigger as its context: it is checked and
+ * copied at once (buffers are read when it fires, not before), and starts when
+ * @p cntr reaches @p threshold, from whatever drives progress or counts -- so a
+ * whole schedule runs from progress alone once posted. Triggers of one counter
+ * fire in threshold order (equal thresholds in posting order). The operation's
+ * completion reports @p context. The struct itself may be reused at once.
+ * Closing the endpoint cancels its pending triggered operations with error
+ * completions (WEFT_ECANCELED); a counter with pending triggers of an open
+ * endpoint refuses to close (-WEFT_EBUSY).
+ */
+struct weft_trigger {
+    weft_cntr_t *cntr;  /**< the counter to watch */
+    uint64_t threshold; /**< fire once its value >= threshold */
+    void *context;      /**< the operation's own context, reported by its completion */
+};
+
+/** When @p trigger->cntr reaches @p trigger->threshold, add @p value to @p cntr.
+ *  Cancelled (never done) if either counter closes first. */
+int weft_cntr_add_triggered(weft_cntr_t *cntr, uint64_t value, const struct weft_trigger *trigger);
+/** When @p trigger->cntr reaches @p trigger->threshold, set @p cntr to @p value. */
+int weft_cntr_set_triggered(weft_cntr_t *cntr, uint64_t value, const struct weft_trigger *trigger);
 
 #ifdef __cplusplus
 }

@@ -22,8 +22,8 @@ using weft::log_core;  // WEFT_LOG(core, ...) in the C functions below
 namespace {
 
 /// What every endpoint does.
-constexpr std::uint64_t default_caps =
-    WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRECTED_RECV | WEFT_REMOTE_CQ_DATA;
+constexpr std::uint64_t default_caps = WEFT_TAGGED | WEFT_SOURCE | WEFT_DIRECTED_RECV |
+                                       WEFT_REMOTE_CQ_DATA | WEFT_RMA | WEFT_ATOMIC | WEFT_TRIGGER;
 /// Also offered, when asked for (they change receive semantics).
 constexpr std::uint64_t supported_caps = default_caps | WEFT_VARIABLE_MSG;
 
@@ -614,8 +614,9 @@ int weft_cntr_close(weft_cntr_t *cntr)
         return -WEFT_EINVAL;
     }
     if (cntr->busy()) {
-        return -WEFT_EBUSY;
+        return -WEFT_EBUSY;  // bound, armed with an endpoint's operations, or a target
     }
+    weft::core::cancel_cntr_ops(cntr);
     unref(cntr->domain);
     weft::core::handle_remove(cntr);
     delete cntr;
@@ -848,7 +849,8 @@ int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t acc
     constexpr std::uint64_t all_access = WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ |
                                          WEFT_ACCESS_REMOTE_WRITE | WEFT_ACCESS_REMOTE_ATOMIC;
     if (!WEFT_LIVE(domain) || mr == nullptr || (buf == nullptr && len != 0) ||
-        (access & ~all_access) != 0 || flags != 0) {
+        (access & ~all_access) != 0 ||
+        (flags & ~(WEFT_MR_RMA_EVENT | WEFT_MR_DEVICE_ATOMICS)) != 0) {
         return -WEFT_EINVAL;
     }
     auto *m = new (std::nothrow) weft_mr{};
@@ -859,6 +861,7 @@ int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t acc
     m->buf = buf;
     m->len = len;
     m->access = access;
+    m->flags = flags;
     // The WEFT_ACCESS_* bits are the transports' access bits (static_asserts below).
     const auto acc = static_cast<unsigned>(access);
     // Every transport of the domain registers it (a verbs port: its protection
@@ -926,8 +929,12 @@ int weft_mr_pack_key(weft_mr_t *mr, void *buf, size_t *len)
         return -WEFT_EINVAL;
     }
     weft_domain *d = mr->domain;
-    proto::key_builder b(reinterpret_cast<std::uint64_t>(mr->buf), mr->len,
-                         static_cast<std::uint32_t>(mr->access), mr->am_key);
+    // The access word carries the region's mode bits above the access rights.
+    const std::uint32_t word =
+        static_cast<std::uint32_t>(mr->access) |
+        ((mr->flags & WEFT_MR_RMA_EVENT) != 0 ? proto::key_flag_event : 0) |
+        ((mr->flags & WEFT_MR_DEVICE_ATOMICS) != 0 ? proto::key_flag_device_atomics : 0);
+    proto::key_builder b(reinterpret_cast<std::uint64_t>(mr->buf), mr->len, word, mr->am_key);
     for (std::size_t i = 0; i < d->mds.size(); ++i) {
         const std::size_t n = d->mds[i]->rkey_size();
         if (n == 0 || mr->len == 0) {
@@ -1020,9 +1027,9 @@ int weft_ep_close(weft_ep_t *ep)
     if (ep->rx_cq != ep->tx_cq) {
         unref(ep->rx_cq);
     }
-    unref(ep->tx_cntr);
-    if (ep->rx_cntr != ep->tx_cntr) {
-        unref(ep->rx_cntr);
+    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr, ep->write_cntr, ep->read_cntr, ep->rwrite_cntr,
+                         ep->rread_cntr}) {
+        unref(c);  // one reference per kind it counted
     }
     if (ep->av != nullptr) {
         ep->av->detach_ep(ep);
@@ -1061,23 +1068,27 @@ int weft_ep_bind_cq(weft_ep_t *ep, weft_cq_t *cq, uint64_t flags)
 
 int weft_ep_bind_cntr(weft_ep_t *ep, weft_cntr_t *cntr, uint64_t flags)
 {
-    if (!WEFT_LIVE(ep) || !WEFT_LIVE(cntr) || ep->enabled ||
-        (flags & ~(WEFT_SEND | WEFT_RECV)) != 0 || flags == 0 || cntr->domain != ep->domain) {
+    constexpr std::uint64_t kinds =
+        WEFT_SEND | WEFT_RECV | WEFT_WRITE | WEFT_READ | WEFT_REMOTE_WRITE | WEFT_REMOTE_READ;
+    if (!WEFT_LIVE(ep) || !WEFT_LIVE(cntr) || ep->enabled || (flags & ~kinds) != 0 || flags == 0 ||
+        cntr->domain != ep->domain) {
         return -WEFT_EINVAL;
     }
-    if ((flags & WEFT_SEND) != 0) {
-        if (ep->tx_cntr != nullptr) {
+    weft_cntr **slots[] = {&ep->tx_cntr,   &ep->rx_cntr,     &ep->write_cntr,
+                           &ep->read_cntr, &ep->rwrite_cntr, &ep->rread_cntr};
+    const std::uint64_t bits[] = {WEFT_SEND, WEFT_RECV,         WEFT_WRITE,
+                                  WEFT_READ, WEFT_REMOTE_WRITE, WEFT_REMOTE_READ};
+    for (std::size_t i = 0; i < 6; ++i) {
+        if ((flags & bits[i]) != 0 && *slots[i] != nullptr) {
             return -WEFT_EBUSY;
         }
-        ep->tx_cntr = cntr;
     }
-    if ((flags & WEFT_RECV) != 0) {
-        if (ep->rx_cntr != nullptr) {
-            return -WEFT_EBUSY;
+    for (std::size_t i = 0; i < 6; ++i) {
+        if ((flags & bits[i]) != 0) {
+            *slots[i] = cntr;
+            cntr->refs.fetch_add(1, std::memory_order_acq_rel);  // one per kind it counts
         }
-        ep->rx_cntr = cntr;
     }
-    cntr->refs.fetch_add(1, std::memory_order_acq_rel);
     return 0;
 }
 
@@ -1241,7 +1252,8 @@ ssize_t weft_ep_recvv_cost(weft_ep_t *ep, const struct iovec *iov, size_t count)
 
 ssize_t weft_tsendmsg(weft_ep_t *ep, const weft_msg_tagged *msg, uint64_t flags)
 {
-    constexpr std::uint64_t ok_flags = WEFT_INJECT | WEFT_REMOTE_CQ_DATA | WEFT_COMPLETION;
+    constexpr std::uint64_t ok_flags =
+        WEFT_INJECT | WEFT_REMOTE_CQ_DATA | WEFT_COMPLETION | WEFT_TRIGGER;
     if (ep == nullptr || !ep->enabled || msg == nullptr || (flags & ~ok_flags) != 0 ||
         msg->iov_count > proto::max_iov || (msg->msg_iov == nullptr && msg->iov_count != 0))
         [[unlikely]] {
@@ -1254,6 +1266,9 @@ ssize_t weft_tsendmsg(weft_ep_t *ep, const weft_msg_tagged *msg, uint64_t flags)
     }
     const proto::send_args a{msg->msg_iov, msg->iov_count, len,          msg->addr,
                              msg->tag,     msg->data,      msg->context, flags};
+    if ((flags & WEFT_TRIGGER) != 0) [[unlikely]] {
+        return weft::core::post_tsend_triggered(ep, a);
+    }
     return ep->ops->send(ep, a);
 }
 

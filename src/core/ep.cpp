@@ -180,7 +180,16 @@ struct ep_impl {
     static unsigned progress(weft_ep *ep)
     {
         base::scoped_guard g(lock(ep));
-        return ep->stack->ch.progress();
+        unsigned n = ep->stack->ch.progress();
+        if (ep->deferred_due()) [[unlikely]] {
+            n += run_deferred(ep);
+        }
+        return n;
+    }
+    static int rma(weft_ep *ep, const rma_desc &d)
+    {
+        base::scoped_guard g(lock(ep));
+        return rma_locked(ep, d);
     }
 };
 
@@ -190,6 +199,7 @@ constexpr ep_ops ops_unlocked{
     .recv_special = &ep_impl<base::no_lock>::recv_special,
     .cancel = &ep_impl<base::no_lock>::cancel,
     .progress = &ep_impl<base::no_lock>::progress,
+    .rma = &ep_impl<base::no_lock>::rma,
 };
 
 constexpr ep_ops ops_locked{
@@ -198,6 +208,7 @@ constexpr ep_ops ops_locked{
     .recv_special = &ep_impl<base::spin_lock>::recv_special,
     .cancel = &ep_impl<base::spin_lock>::cancel,
     .progress = &ep_impl<base::spin_lock>::progress,
+    .rma = &ep_impl<base::spin_lock>::rma,
 };
 
 std::atomic<std::uint32_t> next_ep_id{0};
@@ -321,9 +332,10 @@ void bind_lists(weft_ep *ep)
             cq->single_ep = !cq->locked ? g.single() : nullptr;
         }
     }
-    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
+    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr, ep->write_cntr, ep->read_cntr, ep->rwrite_cntr,
+                         ep->rread_cntr}) {
         if (c != nullptr) {
-            (void)c->eps.add(ep);
+            (void)c->eps.add(ep);  // duplicates are ignored
         }
     }
 }
@@ -338,7 +350,8 @@ void unbind_lists(weft_ep *ep)
             cq->single_ep = !cq->locked ? g.single() : nullptr;
         }
     }
-    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr}) {
+    for (weft_cntr *c : {ep->tx_cntr, ep->rx_cntr, ep->write_cntr, ep->read_cntr, ep->rwrite_cntr,
+                         ep->rread_cntr}) {
         if (c != nullptr) {
             c->eps.remove(ep);
         }
@@ -440,6 +453,10 @@ int ep_enable(weft_ep *ep)
     }
     ep->stack->ch.tx = make_sink(ep->tx_cq, ep->tx_cq_flags, ep->tx_cntr);
     ep->stack->ch.rx = make_sink(ep->rx_cq, ep->rx_cq_flags, ep->rx_cntr);
+    ep->stack->ch.rma_write = make_sink(ep->tx_cq, ep->tx_cq_flags, ep->write_cntr);
+    ep->stack->ch.rma_read = make_sink(ep->tx_cq, ep->tx_cq_flags, ep->read_cntr);
+    ep->stack->ch.remote_write = ep->rwrite_cntr != nullptr ? &ep->rwrite_cntr->counter : nullptr;
+    ep->stack->ch.remote_read = ep->rread_cntr != nullptr ? &ep->rread_cntr->counter : nullptr;
     ep->ops = domain_is_locked(d) ? &ops_locked : &ops_unlocked;
     bind_lists(ep);
     ep->enabled = true;
@@ -459,6 +476,12 @@ void ep_disable(weft_ep *ep)
         return;
     }
     ep->domain->remove_ep(ep);
+    {
+        // Pending triggered and fenced operations end with error completions
+        // while the completion sinks still exist.
+        base::scoped_guard g(ep->lock);
+        cancel_deferred(ep);
+    }
     unbind_lists(ep);
     {
         base::scoped_guard g(ep->lock);

@@ -19,6 +19,7 @@
 #include "base/lock.hpp"
 #include "base/rcu_list.hpp"
 #include "core/core_config.hpp"
+#include "core/deferred.hpp"
 #include "proto/completion.hpp"
 #include "proto/counter.hpp"
 #include "proto/region.hpp"
@@ -146,6 +147,10 @@ struct weft_cntr : weft::core::refcounted {
     weft_domain *domain = nullptr;
     weft::proto::counter counter;  ///< every increment goes through its triggers
     weft::base::rcu_list<weft_ep> eps;
+    /// Counter operations armed on this counter (weft_cntr_add_triggered): freed
+    /// when they fire, cancelled when it closes.
+    std::mutex cntr_ops_mutex;
+    std::vector<weft::core::deferred_op *> cntr_ops;
     unsigned progress();
 };
 
@@ -203,6 +208,7 @@ struct weft_mr {
     const void *buf = nullptr;
     std::size_t len = 0;
     std::uint64_t access = 0;  ///< WEFT_ACCESS_*
+    std::uint64_t flags = 0;   ///< WEFT_MR_RMA_EVENT, WEFT_MR_DEVICE_ATOMICS
     std::uint64_t am_key = 0;  ///< in domain->regions
     /// One registration per memory domain of the domain (same order as domain->mds).
     std::vector<std::uint64_t> handles;
@@ -220,6 +226,7 @@ struct ep_ops {
     int (*recv_special)(weft_ep *ep, const weft::proto::recv_args &a);
     int (*cancel)(weft_ep *ep, void *context);
     unsigned (*progress)(weft_ep *ep);
+    int (*rma)(weft_ep *ep, const weft::core::rma_desc &d);
 };
 
 struct weft_ep {
@@ -232,6 +239,10 @@ struct weft_ep {
     std::uint64_t rx_cq_flags = 0;
     weft_cntr *tx_cntr = nullptr;
     weft_cntr *rx_cntr = nullptr;
+    weft_cntr *write_cntr = nullptr;   ///< WEFT_WRITE: puts, non-fetching atomics
+    weft_cntr *read_cntr = nullptr;    ///< WEFT_READ: gets, fetching atomics
+    weft_cntr *rwrite_cntr = nullptr;  ///< WEFT_REMOTE_WRITE
+    weft_cntr *rread_cntr = nullptr;   ///< WEFT_REMOTE_READ
     weft_av *av = nullptr;
     bool enabled = false;
     std::uint32_t ep_id = 0;
@@ -242,4 +253,22 @@ struct weft_ep {
     std::unique_ptr<weft::proto::stack> stack;
     const ep_ops *ops = nullptr;
     weft::base::spin_lock lock;
+
+    // Deferred operations (core/deferred.hpp). `fired` is pushed by trigger
+    // callbacks from any thread; the rest is under `lock`.
+    std::atomic<weft::core::deferred_op *> fired{nullptr};
+    weft::core::deferred_op *ready_head = nullptr;  ///< fired, in firing order, not yet started
+    weft::core::deferred_op *ready_tail = nullptr;
+    weft::core::deferred_op *parked_head = nullptr;  ///< behind a fence, in posting order
+    weft::core::deferred_op *parked_tail = nullptr;
+    weft::core::deferred_op *armed = nullptr;  ///< armed triggered operations (for cancel)
+
+    /// Deferred work to run in progress: one check per progress call.
+    [[nodiscard, gnu::always_inline]] bool deferred_due() const noexcept
+    {
+        // relaxed: a fired operation pushed just after this load is seen by the
+        // next progress call; run_deferred's exchange is the acquire.
+        return (fired.load(std::memory_order_relaxed) != nullptr) | (ready_head != nullptr) |
+               (parked_head != nullptr);
+    }
 };

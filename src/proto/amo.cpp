@@ -3,6 +3,7 @@
 #include "proto/amo.hpp"
 
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <type_traits>
 
@@ -24,23 +25,27 @@ T load(const void *p)
 template <typename T>
 T combine(amo_op op, T cur, T v) noexcept
 {
-    switch (op) {
-        case amo_op::add:
-            return static_cast<T>(cur + v);
-        case amo_op::prod:
-            return static_cast<T>(cur * v);
-        case amo_op::min:
-            return v < cur ? v : cur;
-        case amo_op::max:
-            return v > cur ? v : cur;
-        case amo_op::land:
-            return static_cast<T>((cur != 0) && (v != 0));
-        case amo_op::lor:
-            return static_cast<T>((cur != 0) || (v != 0));
-        case amo_op::lxor:
-            return static_cast<T>((cur != 0) != (v != 0));
-        default:
-            break;
+    if (op == amo_op::add) {
+        return static_cast<T>(cur + v);
+    }
+    if (op == amo_op::prod) {
+        return static_cast<T>(cur * v);
+    }
+    if constexpr (std::is_arithmetic_v<T>) {  // not the complex types
+        switch (op) {
+            case amo_op::min:
+                return v < cur ? v : cur;
+            case amo_op::max:
+                return v > cur ? v : cur;
+            case amo_op::land:
+                return static_cast<T>((cur != 0) && (v != 0));
+            case amo_op::lor:
+                return static_cast<T>((cur != 0) || (v != 0));
+            case amo_op::lxor:
+                return static_cast<T>((cur != 0) != (v != 0));
+            default:
+                break;
+        }
     }
     if constexpr (std::is_integral_v<T>) {
         switch (op) {
@@ -138,13 +143,16 @@ int err_of(status st)
 bool transport_op(const amo_request &r, transport::atomic_op &out) noexcept
 {
     if (r.count != 1 || (amo_size(r.type) != 4 && amo_size(r.type) != 8) ||
-        r.type == amo_type::f32 || r.type == amo_type::f64) {
+        r.type == amo_type::f32 || r.type == amo_type::f64 || r.type == amo_type::c32) {
         return false;
     }
     switch (r.op) {
         case amo_op::add:
             out = transport::atomic_op::add;
             return true;
+        case amo_op::read:  // a fetching add of zero
+            out = transport::atomic_op::add;
+            return r.result != nullptr;
         case amo_op::band:
             out = transport::atomic_op::and_;
             return true;
@@ -191,6 +199,15 @@ void amo_apply(amo_op op, amo_type t, std::size_t count, void *target, const voi
             return apply_all<float>(op, count, target, operand, compare, result);
         case amo_type::f64:
             return apply_all<double>(op, count, target, operand, compare, result);
+        // 16-byte elements go through libatomic's lock-based operations: atomic
+        // with respect to each other in the one process that runs every atomic
+        // of a CPU-mode region (docs/rma.md, "One atomicity domain").
+        case amo_type::f80:
+            return apply_all<long double>(op, count, target, operand, compare, result);
+        case amo_type::c32:
+            return apply_all<std::complex<float>>(op, count, target, operand, compare, result);
+        case amo_type::c64:
+            return apply_all<std::complex<double>>(op, count, target, operand, compare, result);
     }
 }
 
@@ -210,7 +227,8 @@ const request_ops amo_module::ops{
         },
 };
 
-amo_module::amo_module(channel &ch, const region_table &regions) : ch_(ch), regions_(regions)
+amo_module::amo_module(channel &ch, const region_table &regions, rma_module &rma)
+    : ch_(ch), regions_(regions), rma_(rma)
 {
     ch_.register_am(am_id::amo, {&on_amo, this, "amo", nullptr, sizeof(amo_hdr), true});
     ch_.register_am(am_id::amo_reply,
@@ -233,11 +251,18 @@ amo_module::~amo_module()
 
 int amo_module::start(const amo_request &r, const remote_key &key, rma_completion c, rma_path path)
 {
+    return start(r, key, c, rma_options{.path = path});
+}
+
+int amo_module::start(const amo_request &r, const remote_key &key, rma_completion c,
+                      const rma_options &o)
+{
+    const rma_path path = o.path;
     const std::size_t size = amo_size(r.type);
     if (!amo_valid(r.op, r.type) || r.count == 0 || r.count > max_count(r.type) ||
-        r.operand == nullptr || (r.op == amo_op::cswap && r.compare == nullptr) ||
-        ((r.op == amo_op::cswap || r.op == amo_op::read) && r.result == nullptr) ||
-        r.raddr % size != 0) {
+        (r.operand == nullptr && r.op != amo_op::read) ||
+        (r.op == amo_op::cswap && r.compare == nullptr) ||
+        (r.op == amo_op::cswap && r.result == nullptr) || r.raddr % size != 0) {
         return -WEFT_EINVAL;
     }
     int rc = 0;
@@ -245,10 +270,38 @@ int amo_module::start(const amo_request &r, const remote_key &key, rma_completio
     if (p == nullptr) {
         return rc;
     }
+    const bool fetching = r.result != nullptr;
     if (!key.covers(r.raddr, r.count * size, transport::access::remote_atomic)) {
-        c.fn(c.ctx, WEFT_EACCES);
+        if (c.fn != nullptr) {
+            c.fn(c.ctx, WEFT_EACCES);
+        } else {
+            rma_report(fetching ? ch_.rma_read : ch_.rma_write, c.ctx,
+                       WEFT_ATOMIC | (fetching ? WEFT_READ : WEFT_WRITE), r.count * size, key.peer,
+                       WEFT_EACCES);
+        }
         return 0;
     }
+    // One atomicity domain per region: all on CPUs, or all on the NIC.
+    transport::atomic_op top{};
+    transport::iface *tl = p->tl;
+    const bool device = (key.access & key_flag_device_atomics) != 0;
+    bool nic_can = false;
+    if (key.native && key.tl == p->tl_index && tl->ops().atomic != nullptr &&
+        transport_op(r, top)) {
+        const transport::attributes &a = tl->attr();
+        const std::uint32_t mask = size == 4 ? (fetching ? a.atomic32f : a.atomic32)
+                                             : (fetching ? a.atomic64f : a.atomic64);
+        nic_can = (mask & transport::atomic_bit(top)) != 0;
+    }
+    const bool cpu_tl = (tl->attr().caps & transport::cap::cpu_atomics) != 0;
+    if (device && (!nic_can || cpu_tl)) {
+        WEFT_LOG_RATE(proto, error, 8, 1024,
+                      "atomic op %u on type %u: the region uses device atomics "
+                      "(WEFT_MR_DEVICE_ATOMICS) and the NIC reaching this peer does not offer it",
+                      static_cast<unsigned>(r.op), static_cast<unsigned>(r.type));
+        return -WEFT_ENOSYS;
+    }
+    const bool go_native = path == rma_path::best && nic_can && device != cpu_tl;
     amo_op_state *op = pool_.get();
     if (op == nullptr) {
         return -WEFT_ENOMEM;
@@ -258,32 +311,42 @@ int amo_module::start(const amo_request &r, const remote_key &key, rma_completio
     op->peer = p;
     op->reserved = 0;
     op->req = r;
-    std::memcpy(op->args, r.operand, r.count * size);
+    if (r.operand != nullptr) {
+        std::memcpy(op->args, r.operand, r.count * size);
+    } else {
+        std::memset(op->args, 0, r.count * size);  // read: no operand
+    }
+    op->req.operand = op->args;
+    op->fetching = fetching;
+    if (r.op == amo_op::read && r.result == nullptr) {
+        // MPI_NO_OP without a result (an accumulate that changes nothing): a
+        // read whose value is dropped, still ordered and completed like the others.
+        op->req.result = op->args;
+    }
     if (r.op == amo_op::cswap) {
         std::memcpy(op->args + r.count * size, r.compare, r.count * size);
     }
     op->am_key = key.am_key;
     op->native = false;
     op->pushed = false;
+    op->cq_entry = o.cq_entry;
     op->completion = c;
     op->module = this;
     op->id = ops_.add(op);
-    transport::atomic_op top{};
-    transport::iface *tl = p->tl;
-    if (path == rma_path::best && key.native && key.tl == p->tl_index &&
-        tl->ops().atomic != nullptr && transport_op(r, top) && p->pending_head == nullptr) {
-        const transport::attributes &a = tl->attr();
-        const bool fetch = r.result != nullptr;
-        const std::uint32_t mask =
-            size == 4 ? (fetch ? a.atomic32f : a.atomic32) : (fetch ? a.atomic64f : a.atomic64);
-        if ((mask & transport::atomic_bit(top)) != 0) {
+    const std::uint32_t event = (key.access & key_flag_event) != 0 ? rma_event_count : 0;
+    const rma_event_hdr ev{0, r.count * size, event, 0};
+    if (go_native && p->pending_head == nullptr) {
+        const bool fetch = fetching;
+        {
             transport::atomic_args ta{};
             ta.op = top;
             ta.fetch = fetch;
             ta.width = static_cast<std::uint8_t>(size);
             std::uint64_t v = 0;
             std::uint64_t cmp = 0;
-            std::memcpy(&v, r.operand, size);
+            if (r.op != amo_op::read) {
+                std::memcpy(&v, r.operand, size);
+            }
             if (r.compare != nullptr) {
                 std::memcpy(&cmp, r.compare, size);
             }
@@ -298,19 +361,33 @@ int amo_module::start(const amo_request &r, const remote_key &key, rma_completio
             op->native_result = 0;
             const status st = tl->ops().atomic(tl, p->conn, ta, op->cookie);
             if (st == status::in_progress) {
-                return 0;
+                return event == 0 ? 0 : rma_.notify(p, ev);
             }
             ch_.untrack(op->cookie);
             if (st == status::ok) {
+                const int nrc = event == 0 ? 0 : rma_.notify(p, ev);
                 native_done(op, st);
-                return 0;
+                return nrc;
             }
             op->native = false;
             if (st != status::not_supported && st != status::again) {
                 finish(op, err_of(st));
                 return 0;
             }
+            if (device) {  // the NIC declined: no CPU path for this region
+                ops_.remove(op->id);
+                pool_.put(op);
+                return st == status::again ? -WEFT_EAGAIN : -WEFT_ENOSYS;
+            }
         }
+    }
+    if (device && path == rma_path::best) {
+        // Device mode with requests queued to the peer: wait for them (the NIC
+        // path is the only one), the caller retries.
+        ops_.remove(op->id);
+        pool_.put(op);
+        (void)ch_.progress();
+        return -WEFT_EAGAIN;
     }
     if (const int room = ch_.queue_room(p); room != 0) {
         ops_.remove(op->id);
@@ -319,7 +396,7 @@ int amo_module::start(const amo_request &r, const remote_key &key, rma_completio
     }
     ch_.enqueue(op, queue_class::ordered);
     ch_.push(p);
-    return 0;
+    return event == 0 ? 0 : rma_.notify(p, ev);
 }
 
 void amo_module::native_done(tracked_op *t, status st)
@@ -336,8 +413,23 @@ void amo_module::finish(amo_op_state *op, int err)
 {
     ops_.remove(op->id);
     const rma_completion c = op->completion;
+    const bool fetching = op->fetching;
+    const bool entry = op->cq_entry;
+    const std::size_t len = op->req.count * amo_size(op->req.type);
+    const std::uint64_t peer = op->peer->index;
     pool_.put(op);
-    c.fn(c.ctx, err);
+    if (c.fn != nullptr) {
+        c.fn(c.ctx, err);
+        return;
+    }
+    const completion_sink &sink = fetching ? ch_.rma_read : ch_.rma_write;
+    const completion cc{
+        c.ctx, WEFT_ATOMIC | (fetching ? WEFT_READ : WEFT_WRITE), len, nullptr, 0, 0, peer};
+    if (err == 0) [[likely]] {
+        sink.success(cc, entry);
+    } else {
+        sink.failure(cc, {err, 0, 0});
+    }
 }
 
 status amo_module::push(channel &ch, send_request *r)

@@ -55,23 +55,44 @@ enum class amo_type : std::uint8_t {
     u64 = 7,
     f32 = 8,
     f64 = 9,
+    f80 = 10,  ///< long double (16 bytes in memory on x86-64)
+    c32 = 11,  ///< float _Complex
+    c64 = 12,  ///< double _Complex
 };
-inline constexpr unsigned amo_type_count = 10;
+inline constexpr unsigned amo_type_count = 13;
 
 /// Bytes of one element of `t`.
 [[nodiscard]] constexpr std::size_t amo_size(amo_type t) noexcept
 {
-    constexpr std::size_t sizes[] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
+    constexpr std::size_t sizes[] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8, sizeof(long double), 8, 16};
     return sizes[static_cast<unsigned>(t)];
 }
 
-/// Whether `op` applies to `t` (bitwise operations take no floating type).
+/// Whether `op` applies to `t`: bitwise and logical operations and
+/// compare-and-swap take integer types (OpenSHMEM's standard AMO types, MPI's
+/// integer, logical and byte types); min and max no complex type.
 [[nodiscard]] constexpr bool amo_valid(amo_op op, amo_type t) noexcept
 {
-    const bool floating = t == amo_type::f32 || t == amo_type::f64;
-    return static_cast<unsigned>(op) < amo_op_count && static_cast<unsigned>(t) < amo_type_count &&
-           !(floating && (op == amo_op::band || op == amo_op::bor || op == amo_op::bxor ||
-                          op == amo_op::land || op == amo_op::lor || op == amo_op::lxor));
+    if (static_cast<unsigned>(op) >= amo_op_count || static_cast<unsigned>(t) >= amo_type_count) {
+        return false;
+    }
+    const bool integer = static_cast<unsigned>(t) <= static_cast<unsigned>(amo_type::u64);
+    const bool complex = t == amo_type::c32 || t == amo_type::c64;
+    switch (op) {
+        case amo_op::band:
+        case amo_op::bor:
+        case amo_op::bxor:
+        case amo_op::land:
+        case amo_op::lor:
+        case amo_op::lxor:
+        case amo_op::cswap:
+            return integer;
+        case amo_op::min:
+        case amo_op::max:
+            return !complex;
+        default:
+            return true;
+    }
 }
 
 /// Apply `op` to `count` elements at `target` with `operand` (and `compare`
@@ -129,13 +150,16 @@ struct amo_op_state : send_request, tracked_op {
     std::uint64_t native_result;  ///< where a native 32-bit atomic lands before `result`
     bool native;
     bool pushed;
+    bool cq_entry;  ///< rma_options::cq_entry
+    bool fetching;  ///< the caller asked for the old values
     rma_completion completion;
     class amo_module *module;
 };
 
 class amo_module {
   public:
-    amo_module(channel &ch, const region_table &regions);
+    /// `rma`: for event messages after operations on event regions.
+    amo_module(channel &ch, const region_table &regions, rma_module &rma);
     amo_module(const amo_module &) = delete;
     amo_module &operator=(const amo_module &) = delete;
     ~amo_module();
@@ -143,9 +167,16 @@ class amo_module {
     /// Start an atomic on the peer `key` was unpacked for. 0: started (or done):
     /// `c` reports the end (WEFT_EACCES when the key does not cover it); a
     /// negative code: nothing started (an invalid operation or type, too many
-    /// elements for one message, no memory, -WEFT_EAGAIN).
+    /// elements for one message, no memory, -WEFT_EAGAIN, -WEFT_ENOSYS: a
+    /// device-atomics region and an operation the NIC reaching it lacks).
+    ///
+    /// The atomicity rule (docs/rma.md): a region's atomics run either all on
+    /// CPUs (the default: self's CPU atomics, or the target's progress running
+    /// amo_apply) or all on the NIC (key_flag_device_atomics), never mixed.
     [[nodiscard]] int start(const amo_request &r, const remote_key &key, rma_completion c,
                             rma_path path = rma_path::best);
+    [[nodiscard]] int start(const amo_request &r, const remote_key &key, rma_completion c,
+                            const rma_options &o);
     [[nodiscard]] std::size_t outstanding() const noexcept { return ops_.size(); }
     /// Most elements of `t` in one operation (one message each way).
     [[nodiscard]] static std::size_t max_count(amo_type t) noexcept
@@ -164,6 +195,7 @@ class amo_module {
 
     channel &ch_;
     const region_table &regions_;
+    rma_module &rma_;
     base::mpool<amo_op_state> pool_;
     id_table<amo_op_state> ops_;
     static const request_ops ops;

@@ -25,6 +25,13 @@ namespace weft::proto {
 
 using base::status;
 
+/// Bits of a packed key's access word above the transport::access rights.
+/// The target counts peers' operations on the region (WEFT_MR_RMA_EVENT): the
+/// initiator follows each with an am_id::rma_event message.
+inline constexpr std::uint32_t key_flag_event = 1u << 16;
+/// The region's atomics run on the NIC (WEFT_MR_DEVICE_ATOMICS), not on CPUs.
+inline constexpr std::uint32_t key_flag_device_atomics = 1u << 17;
+
 inline constexpr std::uint16_t key_magic = 0x6b77;  // "wk" little-endian
 inline constexpr std::uint8_t key_version = 1;
 inline constexpr std::size_t key_header_size = 40;

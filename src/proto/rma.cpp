@@ -77,6 +77,17 @@ status unpack_key(channel &ch, std::uint64_t index, const void *data, std::size_
     return status::ok;
 }
 
+void rma_report(const completion_sink &sink, void *context, std::uint64_t flags, std::size_t len,
+                std::uint64_t peer, int err)
+{
+    const completion c{context, flags, len, nullptr, 0, 0, peer};
+    if (err == 0) [[likely]] {
+        sink.success(c, true);
+    } else {
+        sink.failure(c, {err, 0, 0});
+    }
+}
+
 const request_ops rma_module::op_ops{
     .push = &rma_module::push_op,
     .sent = [](channel &, send_request *) {},  // the op waits for its acks or replies
@@ -87,8 +98,30 @@ const request_ops rma_module::op_ops{
     .drop =
         [](channel &, send_request *r) {
             auto *op = static_cast<rma_op *>(r);
+            if (op->copy.data != nullptr) {
+                op->module->copies_.put(op->copy);
+            }
             op->module->ops_.remove(op->id);
             op->module->op_pool_.put(op);
+        },
+};
+
+const request_ops rma_module::event_ops{
+    .push = &rma_module::push_event,
+    .sent =
+        [](channel &, send_request *r) {
+            auto *e = static_cast<rma_event_req *>(r);
+            e->module->event_pool_.put(e);
+        },
+    .fail =
+        [](channel &, send_request *r, int) {
+            auto *e = static_cast<rma_event_req *>(r);
+            e->module->event_pool_.put(e);  // the peer failed: its operations fail too
+        },
+    .drop =
+        [](channel &, send_request *r) {
+            auto *e = static_cast<rma_event_req *>(r);
+            e->module->event_pool_.put(e);
         },
 };
 
@@ -117,6 +150,8 @@ rma_module::rma_module(channel &ch, const region_table &regions) : ch_(ch), regi
     ch_.register_am(am_id::get, {&on_get, this, "get", nullptr, sizeof(rma_get_hdr), true});
     ch_.register_am(am_id::get_reply,
                     {&on_reply, this, "get_reply", nullptr, sizeof(rma_reply_hdr), false});
+    ch_.register_am(am_id::rma_event,
+                    {&on_event, this, "rma_event", nullptr, sizeof(rma_event_hdr), true});
     ch_.add_failure_hook({&peer_failed, &source_failed, this});
 }
 
@@ -130,6 +165,9 @@ rma_module::~rma_module()
         if (op->native) {
             ch_.untrack(op->cookie);
         }
+        if (op->copy.data != nullptr) {
+            copies_.put(op->copy);
+        }
         ops_.remove(op->id);
         op_pool_.put(op);
     }
@@ -138,18 +176,20 @@ rma_module::~rma_module()
 int rma_module::put(const iovec *iov, std::size_t iovcnt, std::size_t len, std::uint64_t raddr,
                     const remote_key &key, rma_completion c, rma_path path)
 {
-    return start(false, iov, iovcnt, len, raddr, key, c, path);
+    return start(false, iov, iovcnt, len, raddr, key, c, {.path = path});
 }
 
 int rma_module::get(const iovec *iov, std::size_t iovcnt, std::size_t len, std::uint64_t raddr,
                     const remote_key &key, rma_completion c, rma_path path)
 {
-    return start(true, iov, iovcnt, len, raddr, key, c, path);
+    return start(true, iov, iovcnt, len, raddr, key, c, {.path = path});
 }
 
 int rma_module::start(bool is_get, const iovec *iov, std::size_t iovcnt, std::size_t len,
-                      std::uint64_t raddr, const remote_key &key, rma_completion c, rma_path path)
+                      std::uint64_t raddr, const remote_key &key, rma_completion c,
+                      const rma_options &o)
 {
+    const rma_path path = o.path;
     if (iovcnt > max_iov || (iov == nullptr && iovcnt != 0)) {
         return -WEFT_EINVAL;
     }
@@ -168,19 +208,43 @@ int rma_module::start(bool is_get, const iovec *iov, std::size_t iovcnt, std::si
     if (!key.covers(raddr, len,
                     is_get ? transport::access::remote_read : transport::access::remote_write)) {
         // Refused here, before anything is sent: the target is never touched.
-        c.fn(c.ctx, WEFT_EACCES);
+        if (c.fn != nullptr) {
+            c.fn(c.ctx, WEFT_EACCES);
+        } else {
+            rma_report(is_get ? ch_.rma_read : ch_.rma_write, c.ctx,
+                       WEFT_RMA | (is_get ? WEFT_READ : WEFT_WRITE), len, key.peer, WEFT_EACCES);
+        }
         return 0;
     }
     rma_op *op = op_pool_.get();
     if (op == nullptr) {
         return -WEFT_ENOMEM;
     }
+    op->copy = {};
+    if (o.copy && !is_get) {
+        // Inject: the caller's buffer is free on return, so the data lives here.
+        if (len > max_copy || (op->copy = copies_.get(len)).data == nullptr) {
+            op_pool_.put(op);
+            return len > max_copy ? -WEFT_EINVAL : -WEFT_ENOMEM;
+        }
+        std::size_t at = 0;
+        for (std::size_t i = 0; i < iovcnt && at < len; ++i) {
+            const std::size_t n = std::min(iov[i].iov_len, len - at);
+            std::memcpy(static_cast<std::uint8_t *>(op->copy.data) + at, iov[i].iov_base, n);
+            at += n;
+        }
+    }
     op->next = nullptr;
     op->ops = &op_ops;
     op->peer = p;
     op->reserved = 0;
-    op->iovcnt = static_cast<std::uint32_t>(iovcnt);
-    std::copy_n(iov, iovcnt, op->iov.begin());
+    if (op->copy.data != nullptr) {
+        op->iov[0] = {op->copy.data, len};
+        op->iovcnt = 1;
+    } else {
+        op->iovcnt = static_cast<std::uint32_t>(iovcnt);
+        std::copy_n(iov, iovcnt, op->iov.begin());
+    }
     op->is_get = is_get;
     op->native = false;
     op->pushed = false;
@@ -191,8 +255,13 @@ int rma_module::start(bool is_get, const iovec *iov, std::size_t iovcnt, std::si
     op->raddr = raddr;
     op->am_key = key.am_key;
     op->completion = c;
+    op->cq_entry = o.cq_entry;
     op->module = this;
     op->id = ops_.add(op);
+    // CQ data, or a region whose owner counts operations: an event message
+    // after the operation, on the same ordered path (rma_event_hdr).
+    const std::uint32_t event = ((key.access & key_flag_event) != 0 ? rma_event_count : 0) |
+                                (o.cq_data && !is_get ? rma_event_cq_data : 0);
     transport::iface *tl = p->tl;
     auto native = is_get ? tl->ops().get : tl->ops().put;
     if (path == rma_path::best && key.native && key.tl == p->tl_index && native != nullptr &&
@@ -203,13 +272,18 @@ int rma_module::start(bool is_get, const iovec *iov, std::size_t iovcnt, std::si
         const status st =
             native(tl, p->conn, op->iov.data(), op->iovcnt, len, raddr, key.tl_key, op->cookie);
         if (st == status::in_progress) {
-            return 0;
+            // The transport keeps the order of its operations and messages to a
+            // peer (RC queue pair): the event arrives after the data.
+            return event == 0 ? 0
+                              : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
         }
         ch_.untrack(op->cookie);
         op->native = false;
         if (st == status::ok) {
+            const int nrc =
+                event == 0 ? 0 : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
             finish(op, 0);
-            return 0;
+            return nrc;
         }
         if (st != status::not_supported && st != status::again) {
             finish(op, err_of(st));
@@ -218,13 +292,78 @@ int rma_module::start(bool is_get, const iovec *iov, std::size_t iovcnt, std::si
         // The transport declined (or has no room now): active messages.
     }
     if (const int room_rc = ch_.queue_room(p); room_rc != 0) {
+        if (op->copy.data != nullptr) {
+            copies_.put(op->copy);
+        }
         ops_.remove(op->id);
         op_pool_.put(op);
         return room_rc;
     }
     ch_.enqueue(op, queue_class::ordered);
     ch_.push(p);
+    return event == 0 ? 0 : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
+}
+
+int rma_module::notify(peer_state *p, const rma_event_hdr &h)
+{
+    if (p->pending_head == nullptr && !p->failed) {
+        const status st = ch_.am_short(p, am_id::rma_event, true, &h, sizeof(h), nullptr, 0);
+        if (st == status::ok) {
+            return 0;
+        }
+        if (st != status::again && st != status::busy) {
+            return 0;  // the peer fails: its operations report it
+        }
+    }
+    rma_event_req *e = event_pool_.get();
+    if (e == nullptr) {
+        return -WEFT_ENOMEM;
+    }
+    e->next = nullptr;
+    e->ops = &event_ops;
+    e->peer = p;
+    e->reserved = 0;
+    e->h = h;
+    e->module = this;
+    ch_.enqueue(e, queue_class::ordered);  // behind the operation it follows
+    ch_.push(p);
     return 0;
+}
+
+status rma_module::push_event(channel &ch, send_request *r)
+{
+    auto *e = static_cast<rma_event_req *>(r);
+    return ch.am_short(e->peer, am_id::rma_event, true, &e->h, sizeof(e->h), nullptr, 0);
+}
+
+void rma_module::on_event(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len)
+{
+    auto *self = static_cast<rma_module *>(m);
+    (void)len;
+    const auto h = load<rma_event_hdr>(data);
+    channel &ch = self->ch_;
+    if ((h.flags & rma_event_count) != 0) {
+        counter *c = (h.flags & rma_event_read) != 0 ? ch.remote_read : ch.remote_write;
+        if (c != nullptr) {
+            c->add(1);
+        }
+    }
+    if ((h.flags & rma_event_cq_data) != 0 && (h.flags & rma_event_read) == 0) {
+        const std::uint64_t src = rx.source != nullptr && rx.source->av != unknown_source
+                                      ? rx.source->av
+                                      : WEFT_ADDR_NOTAVAIL;
+        const completion c{nullptr,
+                           WEFT_RMA | WEFT_REMOTE_WRITE | WEFT_REMOTE_CQ_DATA,
+                           static_cast<std::size_t>(h.len),
+                           nullptr,
+                           h.data,
+                           0,
+                           src};
+        // Not counted by the receive counter: remote counters count these.
+        if (ch.rx.cq != nullptr) {
+            ch.rx.write(ch.rx.cq, c);
+        }
+    }
 }
 
 void rma_module::native_done(tracked_op *t, status st)
@@ -238,8 +377,26 @@ void rma_module::finish(rma_op *op, int err)
 {
     ops_.remove(op->id);
     const rma_completion c = op->completion;
+    const bool is_get = op->is_get;
+    const bool entry = op->cq_entry;
+    const std::size_t len = op->len;
+    const std::uint64_t peer = op->peer->index;
+    if (op->copy.data != nullptr) {
+        copies_.put(op->copy);
+    }
     op_pool_.put(op);
-    c.fn(c.ctx, err);
+    if (c.fn != nullptr) {
+        c.fn(c.ctx, err);
+        return;
+    }
+    const completion_sink &sink = is_get ? ch_.rma_read : ch_.rma_write;
+    const completion cc{c.ctx, WEFT_RMA | (is_get ? WEFT_READ : WEFT_WRITE), len, nullptr, 0, 0,
+                        peer};
+    if (err == 0) [[likely]] {
+        sink.success(cc, entry);
+    } else {
+        sink.failure(cc, {err, 0, 0});
+    }
 }
 
 status rma_module::push_op(channel &ch, send_request *r)

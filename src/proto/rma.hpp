@@ -21,7 +21,9 @@
 #include <cstdint>
 #include <sys/uio.h>
 
+#include "base/bufpool.hpp"
 #include "base/mpool.hpp"
+#include "proto/completion.hpp"
 #include "proto/channel.hpp"
 #include "proto/key.hpp"
 #include "proto/region.hpp"
@@ -65,6 +67,23 @@ struct rma_reply_hdr {
 };
 static_assert(sizeof(rma_reply_hdr) == 24);
 
+/// Flags of rma_event_hdr.
+inline constexpr std::uint32_t rma_event_read = 1u << 0;   ///< a get (else a put or atomic)
+inline constexpr std::uint32_t rma_event_count = 1u << 1;  ///< count it (WEFT_MR_RMA_EVENT region)
+inline constexpr std::uint32_t rma_event_cq_data = 1u << 2;  ///< a put's remote CQ data
+
+/// am_id::rma_event: sent after an operation's data, on the same ordered path,
+/// so the target sees it only once the operation is visible there: a put's
+/// remote CQ data (a receive completion), or an operation to count on a region
+/// registered with WEFT_MR_RMA_EVENT (the target's remote counters).
+struct rma_event_hdr {
+    std::uint64_t data;   ///< remote CQ data
+    std::uint64_t len;    ///< bytes the operation wrote or read
+    std::uint32_t flags;  ///< rma_event_*
+    std::uint32_t reserved;
+};
+static_assert(sizeof(rma_event_hdr) == 24);
+
 // ------------------------------------------------------------------ keys
 
 /// A peer's region as this endpoint addresses it: a packed key (key.hpp)
@@ -93,7 +112,9 @@ struct remote_key {
 [[nodiscard]] status unpack_key(channel &ch, std::uint64_t peer, const void *data, std::size_t len,
                                 remote_key &out);
 
-/// How a one-sided operation reports its end: fn(ctx, 0 or a positive WEFT_E* code).
+/// How a one-sided operation reports its end: fn(ctx, 0 or a positive WEFT_E*
+/// code); or, when fn is nullptr, a completion for the operation context ctx on
+/// the channel's sinks (channel::rma_write or rma_read).
 struct rma_completion {
     void (*fn)(void *ctx, int err);
     void *ctx;
@@ -104,6 +125,19 @@ enum class rma_path : std::uint8_t {
     best,      ///< the transport's own operation when it has one, else active messages
     fallback,  ///< active messages always
 };
+
+/// Options of one operation.
+struct rma_options {
+    rma_path path = rma_path::best;
+    bool cq_entry = true;    ///< a CQ entry on success (sink completions; counters count anyway)
+    bool copy = false;       ///< inject: copy the source now (reusable on return)
+    bool cq_data = false;    ///< a put's remote CQ data goes to the target
+    std::uint64_t data = 0;  ///< the remote CQ data
+};
+
+/// Report an operation's end to a sink (fn == nullptr in its rma_completion).
+void rma_report(const completion_sink &sink, void *context, std::uint64_t flags, std::size_t len,
+                std::uint64_t peer, int err);
 
 /// An operation of the initiator (both paths).
 struct rma_op : send_request, tracked_op {
@@ -121,6 +155,14 @@ struct rma_op : send_request, tracked_op {
     std::uint64_t id;      ///< in rma_module::ops_ (replies name it)
     std::uint64_t cookie;  ///< the transport's, on the native path
     rma_completion completion;
+    bool cq_entry;             ///< rma_options::cq_entry
+    base::pooled_buffer copy;  ///< inject: the copied source (data nullptr: none)
+    class rma_module *module;
+};
+
+/// An rma_event message that could not go at once (queued in order after its operation).
+struct rma_event_req : send_request {
+    rma_event_hdr h;
     class rma_module *module;
 };
 
@@ -154,14 +196,23 @@ class rma_module {
     [[nodiscard]] int get(const iovec *iov, std::size_t iovcnt, std::size_t len,
                           std::uint64_t raddr, const remote_key &key, rma_completion c,
                           rma_path path = rma_path::best);
-    /// Operations started and not yet completed.
-    [[nodiscard]] std::size_t outstanding() const noexcept { return ops_.size(); }
-
-  private:
+    /// put and get with options (inject copy, remote CQ data, no CQ entry).
     [[nodiscard]] int start(bool is_get, const iovec *iov, std::size_t iovcnt, std::size_t len,
                             std::uint64_t raddr, const remote_key &key, rma_completion c,
-                            rma_path path);
+                            const rma_options &o);
+    /// Operations started and not yet completed.
+    [[nodiscard]] std::size_t outstanding() const noexcept { return ops_.size(); }
+    /// Largest inject (rma_options::copy) source.
+    static constexpr std::size_t max_copy = 4096;
+
+    /// Follow an operation just started towards `p` with an rma_event message,
+    /// ordered after it (amo_module uses it too). A negative code: no memory.
+    [[nodiscard]] int notify(peer_state *p, const rma_event_hdr &h);
+
+  private:
     void finish(rma_op *op, int err);
+    static status push_event(channel &ch, send_request *r);
+    static void on_event(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
     static status push_op(channel &ch, send_request *r);
     static status push_reply(channel &ch, send_request *r);
     static void native_done(tracked_op *op, status st);
@@ -176,9 +227,12 @@ class rma_module {
     const region_table &regions_;
     base::mpool<rma_op> op_pool_;
     base::mpool<rma_reply> reply_pool_;
+    base::mpool<rma_event_req> event_pool_;
+    base::bufpool copies_{{.min_size = 256, .max_size = max_copy, .chunk_bytes = 64 << 10}};
     id_table<rma_op> ops_;  ///< operations in flight (replies name them by id)
     static const request_ops op_ops;
     static const request_ops reply_ops;
+    static const request_ops event_ops;
 };
 
 }  // namespace weft::proto

@@ -34,7 +34,7 @@ struct stack_params {
 class stack {
   public:
     stack(const stack_params &p, const address_book &av, const region_table &regions)
-        : ch(p.channel, av), tag(ch, p.tag), rma(ch, regions), amo(ch, regions)
+        : ch(p.channel, av), tag(ch, p.tag), rma(ch, regions), amo(ch, regions, rma)
     {
         ch.set_upcall(&channel::upcall<stack_hot_ids>);
     }

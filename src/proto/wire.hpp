@@ -32,6 +32,7 @@ enum class am_id : std::uint8_t {
     get_reply = 13,     ///< rma: a piece of the data read, rma_reply_hdr
     amo = 14,           ///< amo: an atomic operation, amo_hdr
     amo_reply = 15,     ///< amo: its result (or error), amo_reply_hdr
+    rma_event = 16,     ///< rma: an operation on an event region, or a put's CQ data, rma_event_hdr
 };
 
 /// Active-message flags (the transport's second byte of the am word).

@@ -84,6 +84,11 @@ inline constexpr std::uint64_t shared_rx = 1ull << 5;
 /// progress() has work only after handlers.wake (self: its queue was empty):
 /// the layer above polls it on demand instead of on every progress call.
 inline constexpr std::uint64_t on_demand = 1ull << 6;
+/// ops::atomic runs on this process's or the target's CPU, with the same
+/// atomic instructions as proto/'s software atomics (self): atomic with respect
+/// to them. Without it, a transport's atomics are the NIC's (verbs), which are
+/// not atomic with respect to CPU atomics on the same location.
+inline constexpr std::uint64_t cpu_atomics = 1ull << 7;
 }  // namespace cap
 
 /// Atomic operations a transport may offer natively (bit i of the op masks is

@@ -163,7 +163,13 @@ TEST(getinfo, hints_filter_and_bad_hints_fail)
     std::snprintf(hints->transport, sizeof(hints->transport), "nosuch");
     EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &info), -WEFT_ENODEV);
     hints->transport[0] = '\0';
-    hints->caps = WEFT_RMA;  // not offered yet: nothing matches
+    hints->caps = WEFT_RMA | WEFT_ATOMIC | WEFT_TRIGGER;  // offered by every transport (2.1)
+    ASSERT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &info), 0);
+    EXPECT_EQ(info->caps & (WEFT_RMA | WEFT_ATOMIC | WEFT_TRIGGER),
+              WEFT_RMA | WEFT_ATOMIC | WEFT_TRIGGER);
+    weft_info_free(info);
+    info = nullptr;
+    hints->caps = 1ULL << 15;  // no such capability: nothing matches
     EXPECT_EQ(weft_getinfo(WEFT_API_VERSION, hints.get(), nullptr, &info), -WEFT_ENODEV);
     hints->caps = 0;
     // What a C caller can store: 42 is no enumerator (a C++ static_cast to the enum

@@ -446,6 +446,15 @@ weft_info *make_hints(const std::string &transport, std::uint64_t caps)
         WEFT_TCHECK_OK(weft_ep_bind_cntr(c.ep, c.tx_cntr, WEFT_SEND));
         WEFT_TCHECK_OK(weft_ep_bind_cntr(c.ep, c.rx_cntr, WEFT_RECV));
     }
+    if (opt.rma_counters) {
+        weft_cntr_attr cattr{};
+        weft_cntr_t **cs[] = {&c.write_cntr, &c.read_cntr, &c.rwrite_cntr, &c.rread_cntr};
+        const std::uint64_t kinds[] = {WEFT_WRITE, WEFT_READ, WEFT_REMOTE_WRITE, WEFT_REMOTE_READ};
+        for (int i = 0; i < 4; ++i) {
+            WEFT_TCHECK_OK(weft_cntr_open(c.domain, &cattr, cs[i]));
+            WEFT_TCHECK_OK(weft_ep_bind_cntr(c.ep, *cs[i], kinds[i]));
+        }
+    }
     WEFT_TCHECK_OK(weft_ep_bind_av(c.ep, c.av));
     WEFT_TCHECK_OK(weft_ep_enable(c.ep));
 
@@ -501,6 +510,11 @@ weft_info *make_hints(const std::string &transport, std::uint64_t caps)
     if (c.tx_cntr != nullptr) {
         WEFT_TCHECK_OK(weft_cntr_close(c.tx_cntr));
         WEFT_TCHECK_OK(weft_cntr_close(c.rx_cntr));
+    }
+    for (weft_cntr_t *k : {c.write_cntr, c.read_cntr, c.rwrite_cntr, c.rread_cntr}) {
+        if (k != nullptr) {
+            WEFT_TCHECK_OK(weft_cntr_close(k));
+        }
     }
     WEFT_TCHECK_OK(weft_cq_close(c.cq));
     WEFT_TCHECK_OK(weft_domain_close(c.domain));

@@ -80,8 +80,12 @@ class rank_ctx {
     weft_cq_t *cq = nullptr;
     weft_av_t *av = nullptr;
     weft_ep_t *ep = nullptr;
-    weft_cntr_t *tx_cntr = nullptr;  ///< bound for WEFT_SEND when run_options::counters
-    weft_cntr_t *rx_cntr = nullptr;  ///< bound for WEFT_RECV when run_options::counters
+    weft_cntr_t *tx_cntr = nullptr;      ///< bound for WEFT_SEND when run_options::counters
+    weft_cntr_t *rx_cntr = nullptr;      ///< bound for WEFT_RECV when run_options::counters
+    weft_cntr_t *write_cntr = nullptr;   ///< WEFT_WRITE, when run_options::rma_counters
+    weft_cntr_t *read_cntr = nullptr;    ///< WEFT_READ
+    weft_cntr_t *rwrite_cntr = nullptr;  ///< WEFT_REMOTE_WRITE
+    weft_cntr_t *rread_cntr = nullptr;   ///< WEFT_REMOTE_READ
     weft_cq_format cq_format = WEFT_CQ_FORMAT_TAGGED;
 
     /// Fragment boundary the tests straddle (assumed_eager_size).
@@ -154,6 +158,7 @@ struct run_options {
     std::size_t cq_size = 0;  ///< 0 = the library's default
     std::uint64_t extra_caps = 0;
     bool counters = false;          ///< open and bind tx_cntr / rx_cntr
+    bool rma_counters = false;      ///< open and bind write, read, remote write and read counters
     bool allow_log_errors = false;  ///< the test provokes errors the library may log
     /// Domain progress model; WEFT_PROGRESS_AUTO: a weft thread drives the
     /// endpoint, and the harness's CQ reads do not (they never progress then).

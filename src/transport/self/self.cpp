@@ -250,7 +250,8 @@ class self_iface final : public iface {
     self_iface(const open_params &p, self_md &md, std::size_t queue)
         : id_{p.node_id, p.pid, p.ep_id}, md_(md), ring_(queue)
     {
-        attr_.caps = cap::am | cap::put | cap::get | cap::atomic | cap::loopback | cap::on_demand;
+        attr_.caps = cap::am | cap::put | cap::get | cap::atomic | cap::cpu_atomics |
+                     cap::loopback | cap::on_demand;
         attr_.max_short = short_size;
         attr_.max_bcopy = bcopy_size;
         attr_.max_hdr = max_hdr;

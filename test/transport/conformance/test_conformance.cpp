@@ -1174,7 +1174,9 @@ TEST_P(proto_conformance, every_atomic_on_every_type_on_both_paths)
     unsigned checked = 0;
     for (proto::rma_path path : {proto::rma_path::best, proto::rma_path::fallback}) {
         for (unsigned o = 0; o < proto::amo_op_count; ++o) {
-            for (unsigned t = 0; t < proto::amo_type_count; ++t) {
+            // The ten scalar types (byte-compared); long double and the complex
+            // types are checked by value in test_transport_rma.cpp.
+            for (unsigned t = 0; t <= unsigned(proto::amo_type::f64); ++t) {
                 const auto op = static_cast<proto::amo_op>(o);
                 const auto ty = static_cast<proto::amo_type>(t);
                 if (!proto::amo_valid(op, ty)) {

@@ -1,0 +1,971 @@
+// One-sided operations over the public API (issue 11), on every transport:
+// put and get of every size and iovecs, every atomic on every type against a
+// reference, concurrent atomics from 4 ranks (no lost update), the checks
+// (out of range, access rights, closed and re-registered regions: the target
+// untouched), remote CQ data and remote counters, inject, flush and fence
+// ordering, device-mode atomics, and triggered operations (chains of 1000, in
+// threshold order; cancelled at close).
+//
+// Keys travel as tagged messages. With the self transport (loopback) one
+// process plays every rank and targets its own memory.
+
+#include <algorithm>
+#include <array>
+#include <complex>
+#include <cstring>
+#include <random>
+#include <string>
+#include <sys/mman.h>
+#include <vector>
+
+#include "test/transport/harness.hpp"
+
+namespace {
+
+using weft::test::fill_pattern;
+using weft::test::find_pattern_mismatch;
+using weft::test::op_ctx;
+using weft::test::rank_ctx;
+using weft::test::seed_of;
+
+class transport_rma : public transport_test {};
+
+constexpr std::uint64_t all_remote =
+    WEFT_ACCESS_REMOTE_READ | WEFT_ACCESS_REMOTE_WRITE | WEFT_ACCESS_REMOTE_ATOMIC;
+
+/// Memory of one rank registered for remote access, and every rank's key to it.
+struct region {
+    std::uint8_t *mem = nullptr;
+    std::size_t len = 0;
+    weft_mr_t *mr = nullptr;
+    std::vector<weft_rkey_t *> keys;  ///< keys[r]: rank r's region, for this endpoint
+    std::vector<std::uint64_t> base;  ///< base[r]: its address at rank r
+    bool owns = true;
+
+    region() = default;
+    region(const region &) = delete;
+    region &operator=(const region &) = delete;
+    ~region() { release(); }
+    void release_keys()
+    {
+        for (weft_rkey_t *k : keys) {
+            if (k != nullptr) {
+                WEFT_TCHECK_OK(weft_rkey_release(k));
+            }
+        }
+        keys.clear();
+    }
+    void release()
+    {
+        release_keys();
+        if (mr != nullptr) {
+            WEFT_TCHECK_OK(weft_mr_close(mr));
+            mr = nullptr;
+        }
+        if (mem != nullptr && owns) {
+            munmap(mem, len);
+        }
+        mem = nullptr;
+    }
+};
+
+std::uint8_t *map_bytes(std::size_t len)
+{
+    void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    WEFT_TCHECK(p != MAP_FAILED);
+    return static_cast<std::uint8_t *>(p);
+}
+
+/// Every rank packs its key and sends it (with its base address) to every other
+/// rank; each unpacks every rank's key for its own endpoint.
+void share(rank_ctx &c, region &rg, int ranks, std::uint64_t tag)
+{
+    struct msg {
+        std::uint64_t base;
+        std::uint64_t len;
+        std::uint8_t key[WEFT_MR_KEY_MAX];
+    };
+    msg mine{reinterpret_cast<std::uint64_t>(rg.mem), 0, {}};
+    std::size_t klen = sizeof(mine.key);
+    WEFT_TCHECK_OK(weft_mr_pack_key(rg.mr, mine.key, &klen));
+    mine.len = klen;
+    std::vector<msg> theirs(static_cast<std::size_t>(ranks));
+    if (c.loopback) {
+        for (auto &t : theirs) {
+            t = mine;
+        }
+    } else {
+        for (int r = 0; r < ranks; ++r) {
+            if (r != c.rank) {
+                c.post("key recv", [&] {
+                    return weft_trecv(c.ep, &theirs[std::size_t(r)], sizeof(msg), nullptr,
+                                      c.peer(r), tag, 0, op_ctx(90000 + std::uint64_t(r)));
+                });
+            }
+        }
+        for (int r = 0; r < ranks; ++r) {
+            if (r != c.rank) {
+                c.post("key send", [&] {
+                    return weft_tsend(c.ep, &mine, sizeof(msg), nullptr, c.peer(r), tag,
+                                      op_ctx(95000 + std::uint64_t(r)));
+                });
+            }
+        }
+        for (int r = 0; r < ranks; ++r) {
+            if (r != c.rank) {
+                (void)c.wait_ok(op_ctx(90000 + std::uint64_t(r)));
+                (void)c.wait_ok(op_ctx(95000 + std::uint64_t(r)));
+            }
+        }
+        theirs[std::size_t(c.rank)] = mine;
+    }
+    rg.release_keys();
+    rg.keys.assign(std::size_t(ranks), nullptr);
+    rg.base.assign(std::size_t(ranks), 0);
+    for (int r = 0; r < ranks; ++r) {
+        const msg &m = theirs[std::size_t(r)];
+        WEFT_TCHECK(m.len <= sizeof(m.key));
+        WEFT_TCHECK_OK(weft_rkey_unpack(c.ep, c.peer(r), m.key, m.len, &rg.keys[std::size_t(r)]));
+        rg.base[std::size_t(r)] = m.base;
+    }
+}
+
+void make_region(rank_ctx &c, region &rg, std::size_t len, std::uint64_t access, int ranks,
+                 std::uint64_t tag, std::uint64_t flags = 0)
+{
+    rg.len = len;
+    rg.mem = map_bytes(len);
+    std::memset(rg.mem, 0, len);
+    WEFT_TCHECK_OK(weft_mr_reg(c.domain, rg.mem, len, access, flags, &rg.mr));
+    share(c, rg, ranks, tag);
+}
+
+/// Retry while the endpoint has no room; the call must then succeed.
+#define POST(what, call) c.post(what, [&]() -> ssize_t { return (call); })
+
+// ------------------------------------------------------------------ put and get
+
+TEST_P(transport_rma, put_and_get_every_size_and_iovecs)
+{
+    weft::test::run_options opt;
+    opt.rma_counters = true;
+    opt.timeout_s = 120;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            constexpr std::size_t cap = (4u << 20) + 8192;
+            region rg;
+            make_region(c, rg, cap, all_remote, 2, 1);
+            const std::vector<std::size_t> sizes{
+                0, 1, 7, 8, 64, 4095, 8193, 65536, (1u << 20) + 3, 4u << 20};
+            std::vector<std::uint8_t> src(cap);
+            std::vector<std::uint8_t> back(cap);
+            std::uint64_t puts = 0;
+            std::uint64_t gets = 0;
+            if (c.plays(0)) {
+                std::uint64_t n = 0;
+                for (std::size_t sz : sizes) {
+                    const std::uint64_t seed = seed_of(11, sz);
+                    fill_pattern(src.data(), sz, seed);
+                    const std::uint64_t at = rg.base[1] + 5;  // not aligned on purpose
+                    POST("put",
+                         weft_put(c.ep, src.data(), sz, nullptr, at, rg.keys[1], op_ctx(++n)));
+                    const weft_cq_tagged_entry e = c.wait_ok(op_ctx(n));
+                    WEFT_TCHECK_EQ(e.flags, WEFT_RMA | WEFT_WRITE);
+                    ++puts;
+                    std::memset(back.data(), 0x5a, sz + 16);
+                    POST("get",
+                         weft_get(c.ep, back.data(), sz, nullptr, at, rg.keys[1], op_ctx(++n)));
+                    const weft_cq_tagged_entry g = c.wait_ok(op_ctx(n));
+                    WEFT_TCHECK_EQ(g.flags, WEFT_RMA | WEFT_READ);
+                    WEFT_TCHECK_EQ(g.len, sz);
+                    ++gets;
+                    WEFT_TCHECK_EQ(find_pattern_mismatch(back.data(), sz, seed), SIZE_MAX);
+                    WEFT_TCHECK_EQ(back[sz], 0x5a);  // nothing past the end
+                }
+                // Gather and scatter lists of three pieces.
+                fill_pattern(src.data(), 3000, seed_of(12));
+                const iovec out[3] = {
+                    {src.data(), 1000}, {src.data() + 1000, 1}, {src.data() + 1001, 1999}};
+                POST("putv", weft_putv(c.ep, out, nullptr, 3, rg.base[1] + (4u << 20) + 4096,
+                                       rg.keys[1], op_ctx(++n)));
+                (void)c.wait_ok(op_ctx(n));
+                ++puts;
+                std::vector<std::uint8_t> a(1500);
+                std::vector<std::uint8_t> b(1500);
+                const iovec in[2] = {{a.data(), 1500}, {b.data(), 1500}};
+                POST("getv", weft_getv(c.ep, in, nullptr, 2, rg.base[1] + (4u << 20) + 4096,
+                                       rg.keys[1], op_ctx(++n)));
+                (void)c.wait_ok(op_ctx(n));
+                ++gets;
+                WEFT_TCHECK(std::memcmp(a.data(), src.data(), 1500) == 0);
+                WEFT_TCHECK(std::memcmp(b.data(), src.data() + 1500, 1500) == 0);
+                WEFT_TCHECK_EQ(weft_cntr_read(c.write_cntr), puts);
+                WEFT_TCHECK_EQ(weft_cntr_read(c.read_cntr), gets);
+            }
+            c.barrier();
+            if (c.plays(1)) {
+                // The last put of the size loop, as the target sees it.
+                WEFT_TCHECK_EQ(find_pattern_mismatch(rg.mem + 5, 4u << 20, seed_of(11, 4u << 20)),
+                               SIZE_MAX);
+                WEFT_TCHECK_EQ(find_pattern_mismatch(rg.mem + (4u << 20) + 4096, 3000, seed_of(12)),
+                               SIZE_MAX);
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+// ------------------------------------------------------------------ atomics
+
+template <class T>
+T combine_ref(int op, T x, T v, T cmp)
+{
+    if constexpr (std::is_integral_v<T>) {
+        switch (op) {
+            case WEFT_BAND:
+                return static_cast<T>(x & v);
+            case WEFT_BOR:
+                return static_cast<T>(x | v);
+            case WEFT_BXOR:
+                return static_cast<T>(x ^ v);
+            case WEFT_LAND:
+                return static_cast<T>((x != 0) && (v != 0));
+            case WEFT_LOR:
+                return static_cast<T>((x != 0) || (v != 0));
+            case WEFT_LXOR:
+                return static_cast<T>((x != 0) != (v != 0));
+            case WEFT_CSWAP:
+                return x == cmp ? v : x;
+            default:
+                break;
+        }
+    }
+    if constexpr (!std::is_same_v<T, std::complex<float>> &&
+                  !std::is_same_v<T, std::complex<double>>) {
+        if (op == WEFT_MIN) {
+            return v < x ? v : x;
+        }
+        if (op == WEFT_MAX) {
+            return v > x ? v : x;
+        }
+    }
+    switch (op) {
+        case WEFT_SUM:
+            return static_cast<T>(x + v);
+        case WEFT_PROD:
+            return static_cast<T>(x * v);
+        case WEFT_REPLACE:
+            return v;
+        default:
+            return x;  // WEFT_NOOP
+    }
+}
+
+template <class T>
+T value_of(long long v)
+{
+    if constexpr (std::is_same_v<T, std::complex<float>> ||
+                  std::is_same_v<T, std::complex<double>>) {
+        using R = typename T::value_type;
+        return T(static_cast<R>(v), static_cast<R>(v % 3));
+    } else {
+        return static_cast<T>(v);
+    }
+}
+
+/// Every valid (op, type) at count 1 and 3, fetching and not, from rank 0 on
+/// rank 1's memory; the results read back and compared by value.
+template <class T>
+void atomics_of_type(rank_ctx &c, region &rg, weft_datatype dt, std::uint64_t &n,
+                     std::mt19937_64 &rng)
+{
+    for (int op = 0; op < WEFT_ATOMIC_OP_COUNT; ++op) {
+        if (!weft_atomic_valid(dt, static_cast<weft_atomic_op>(op))) {
+            continue;
+        }
+        for (std::size_t count : {std::size_t{1}, std::size_t{3}}) {
+            for (bool fetch : {false, true}) {
+                if (op == WEFT_CSWAP && !fetch) {
+                    continue;
+                }
+                T init[3];
+                T operand[3];
+                T compare[3];
+                T want[3];
+                T old[3];
+                for (std::size_t i = 0; i < count; ++i) {
+                    const long long a = static_cast<long long>(rng() % 50) - 10;
+                    const long long b = static_cast<long long>(rng() % 50) - 10;
+                    init[i] = value_of<T>(a);
+                    operand[i] = value_of<T>(b);
+                    compare[i] = i == 0 ? init[i] : value_of<T>(a + 1);
+                    want[i] = combine_ref<T>(op, init[i], operand[i], compare[i]);
+                }
+                const std::uint64_t at = rg.base[1] + 64 * (1 + rng() % 60);
+                POST("init put",
+                     weft_put(c.ep, init, count * sizeof(T), nullptr, at, rg.keys[1], op_ctx(++n)));
+                (void)c.wait_ok(op_ctx(n));
+                weft_msg_atomic m{};
+                m.operand = operand;
+                m.compare = op == WEFT_CSWAP ? compare : nullptr;
+                m.result = fetch ? old : nullptr;
+                m.count = count;
+                m.datatype = dt;
+                m.op = static_cast<weft_atomic_op>(op);
+                m.rma_addr = at;
+                m.rkey = rg.keys[1];
+                m.context = op_ctx(++n);
+                POST("atomic", weft_atomicmsg(c.ep, &m, 0));
+                const weft_cq_tagged_entry e = c.wait_ok(op_ctx(n));
+                WEFT_TCHECK_EQ(e.flags, WEFT_ATOMIC | (fetch ? WEFT_READ : WEFT_WRITE));
+                T got[3];
+                POST("get",
+                     weft_get(c.ep, got, count * sizeof(T), nullptr, at, rg.keys[1], op_ctx(++n)));
+                (void)c.wait_ok(op_ctx(n));
+                const std::string what = "op " + std::to_string(op) + " type " +
+                                         std::to_string(int(dt)) + " count " +
+                                         std::to_string(count) + (fetch ? " fetch" : "");
+                for (std::size_t i = 0; i < count; ++i) {
+                    WEFT_TCHECK_MSG(got[i] == want[i], what + " element " + std::to_string(i));
+                    if (fetch) {
+                        WEFT_TCHECK_MSG(old[i] == init[i],
+                                        what + " old value " + std::to_string(i));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_P(transport_rma, every_atomic_on_every_type)
+{
+    weft::test::run_options opt;
+    opt.timeout_s = 240;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            region rg;
+            make_region(c, rg, 4096, all_remote, 2, 2);
+            if (c.plays(0)) {
+                std::uint64_t n = 0;
+                std::mt19937_64 rng(7);
+                atomics_of_type<std::int8_t>(c, rg, WEFT_INT8, n, rng);
+                atomics_of_type<std::uint8_t>(c, rg, WEFT_UINT8, n, rng);
+                atomics_of_type<std::int16_t>(c, rg, WEFT_INT16, n, rng);
+                atomics_of_type<std::uint16_t>(c, rg, WEFT_UINT16, n, rng);
+                atomics_of_type<std::int32_t>(c, rg, WEFT_INT32, n, rng);
+                atomics_of_type<std::uint32_t>(c, rg, WEFT_UINT32, n, rng);
+                atomics_of_type<std::int64_t>(c, rg, WEFT_INT64, n, rng);
+                atomics_of_type<std::uint64_t>(c, rg, WEFT_UINT64, n, rng);
+                atomics_of_type<float>(c, rg, WEFT_FLOAT, n, rng);
+                atomics_of_type<double>(c, rg, WEFT_DOUBLE, n, rng);
+                atomics_of_type<long double>(c, rg, WEFT_LONG_DOUBLE, n, rng);
+                atomics_of_type<std::complex<float>>(c, rg, WEFT_FLOAT_COMPLEX, n, rng);
+                atomics_of_type<std::complex<double>>(c, rg, WEFT_DOUBLE_COMPLEX, n, rng);
+                // Invalid combinations are refused before anything is sent.
+                std::uint64_t v = 1;
+                std::uint64_t r = 0;
+                WEFT_TCHECK_EQ(weft_atomic(c.ep, &v, 1, rg.base[1], rg.keys[1], WEFT_DOUBLE,
+                                           WEFT_BAND, nullptr),
+                               -WEFT_EINVAL);
+                WEFT_TCHECK_EQ(weft_atomic(c.ep, &v, 1, rg.base[1] + 4, rg.keys[1], WEFT_UINT64,
+                                           WEFT_SUM, nullptr),
+                               -WEFT_EINVAL);  // misaligned
+                WEFT_TCHECK_EQ(weft_atomic(c.ep, &v, 0, rg.base[1], rg.keys[1], WEFT_UINT64,
+                                           WEFT_SUM, nullptr),
+                               -WEFT_EINVAL);
+                WEFT_TCHECK_EQ(weft_atomic(c.ep, &v, weft_atomic_max_count(WEFT_UINT64) + 1,
+                                           rg.base[1], rg.keys[1], WEFT_UINT64, WEFT_SUM, nullptr),
+                               -WEFT_EINVAL);
+                WEFT_TCHECK_EQ(weft_compare_atomic(c.ep, &v, &v, 1, &r, rg.base[1], rg.keys[1],
+                                                   WEFT_FLOAT_COMPLEX, nullptr),
+                               -WEFT_EINVAL);
+                WEFT_TCHECK_EQ(weft_atomic(c.ep, &v, 1, rg.base[1], rg.keys[1], weft_datatype(99),
+                                           WEFT_SUM, nullptr),
+                               -WEFT_EINVAL);
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+// 4 ranks (one process on self) update the same locations of rank 0 at once:
+// fetch-add on 64 bits, add on 32 bits, and a compare-and-swap loop; nothing is
+// lost and every fetched value is seen once.
+TEST_P(transport_rma, concurrent_atomics_from_four_ranks_lose_no_update)
+{
+    weft::test::run_options opt;
+    opt.timeout_s = 180;
+    ASSERT_TRUE(run(
+        4,
+        [](rank_ctx &c) {
+            constexpr int ranks = 4;
+            constexpr std::uint64_t per_rank = 500;
+            region rg;
+            make_region(c, rg, 4096, all_remote, ranks, 3);
+            c.barrier();
+            std::vector<std::uint64_t> fetched;
+            std::uint64_t n = 0;
+            for (int me = 0; me < ranks; ++me) {
+                if (!c.plays(me)) {
+                    continue;
+                }
+                for (std::uint64_t i = 0; i < per_rank; ++i) {
+                    const std::uint64_t one = 1;
+                    std::uint64_t old = 0;
+                    POST("fadd", weft_fetch_atomic(c.ep, &one, 1, &old, rg.base[0], rg.keys[0],
+                                                   WEFT_UINT64, WEFT_SUM, op_ctx(++n)));
+                    const std::uint32_t one32 = 1;
+                    POST("add32", weft_atomic(c.ep, &one32, 1, rg.base[0] + 8, rg.keys[0],
+                                              WEFT_UINT32, WEFT_SUM, op_ctx(++n)));
+                    (void)c.wait_ok(op_ctx(n - 1));
+                    (void)c.wait_ok(op_ctx(n));
+                    fetched.push_back(old);
+                    // Increment by compare-and-swap until it takes.
+                    std::uint64_t seen = 0;
+                    for (int tries = 0;; ++tries) {
+                        WEFT_TCHECK(tries < 100000);
+                        const std::uint64_t next = seen + 1;
+                        std::uint64_t got = 0;
+                        POST("cswap",
+                             weft_compare_atomic(c.ep, &next, &seen, 1, &got, rg.base[0] + 16,
+                                                 rg.keys[0], WEFT_UINT64, op_ctx(++n)));
+                        (void)c.wait_ok(op_ctx(n));
+                        if (got == seen) {
+                            break;
+                        }
+                        seen = got;
+                    }
+                }
+            }
+            std::sort(fetched.begin(), fetched.end());
+            WEFT_TCHECK(std::adjacent_find(fetched.begin(), fetched.end()) == fetched.end());
+            c.barrier();
+            if (c.plays(0)) {
+                std::uint64_t a;
+                std::uint32_t b;
+                std::uint64_t d;
+                std::memcpy(&a, rg.mem, 8);
+                std::memcpy(&b, rg.mem + 8, 4);
+                std::memcpy(&d, rg.mem + 16, 8);
+                WEFT_TCHECK_EQ(a, ranks * per_rank);
+                WEFT_TCHECK_EQ(b, std::uint32_t(ranks * per_rank));
+                WEFT_TCHECK_EQ(d, ranks * per_rank);
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+// ------------------------------------------------------------------ checks
+
+TEST_P(transport_rma, bad_range_rights_and_closed_regions_leave_the_target_untouched)
+{
+    weft::test::run_options opt;
+    opt.allow_log_errors = true;
+    opt.timeout_s = 120;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            region rw;    // everything
+            region ro;    // remote read only
+            region wo;    // remote write only
+            region gone;  // closed after its key went out
+            make_region(c, rw, 4096, all_remote, 2, 4);
+            make_region(c, ro, 4096, WEFT_ACCESS_REMOTE_READ, 2, 5);
+            make_region(c, wo, 4096, WEFT_ACCESS_REMOTE_WRITE, 2, 6);
+            make_region(c, gone, 4096, all_remote, 2, 7);
+            for (region *r : {&rw, &ro, &wo, &gone}) {
+                std::memset(r->mem, 0x11, r->len);
+            }
+            c.barrier();
+            if (c.plays(1)) {
+                WEFT_TCHECK_OK(weft_mr_close(gone.mr));  // its key is already at rank 0
+                gone.mr = nullptr;
+            }
+            c.barrier();
+            if (c.plays(0)) {
+                std::uint8_t buf[256];
+                std::memset(buf, 0xee, sizeof(buf));
+                std::uint64_t n = 500;
+                auto expect_eacces = [&](ssize_t rc, const char *what) {
+                    WEFT_TCHECK_MSG(rc == 0,
+                                    std::string(what) + ": posting returned " + std::to_string(rc));
+                    const weft_cq_err_entry e = c.wait_err(op_ctx(n));
+                    WEFT_TCHECK_MSG(e.err == WEFT_EACCES,
+                                    std::string(what) + ": err " + std::to_string(e.err));
+                };
+                ++n;
+                expect_eacces(
+                    weft_put(c.ep, buf, 16, nullptr, rw.base[1] + 4090, rw.keys[1], op_ctx(n)),
+                    "put past the end");
+                ++n;
+                expect_eacces(
+                    weft_put(c.ep, buf, 16, nullptr, rw.base[1] - 8, rw.keys[1], op_ctx(n)),
+                    "put before the start");
+                ++n;
+                expect_eacces(
+                    weft_get(c.ep, buf, 8, nullptr, rw.base[1] + 4096, rw.keys[1], op_ctx(n)),
+                    "get past the end");
+                ++n;
+                expect_eacces(weft_put(c.ep, buf, 16, nullptr, ro.base[1], ro.keys[1], op_ctx(n)),
+                              "put to a read-only region");
+                ++n;
+                expect_eacces(weft_get(c.ep, buf, 16, nullptr, wo.base[1], wo.keys[1], op_ctx(n)),
+                              "get from a write-only region");
+                const std::uint64_t one = 1;
+                ++n;
+                expect_eacces(weft_atomic(c.ep, &one, 1, wo.base[1], wo.keys[1], WEFT_UINT64,
+                                          WEFT_SUM, op_ctx(n)),
+                              "atomic on a region without atomic access");
+                ++n;
+                expect_eacces(
+                    weft_put(c.ep, buf, 16, nullptr, gone.base[1], gone.keys[1], op_ctx(n)),
+                    "put to a closed region");
+                ++n;
+                expect_eacces(
+                    weft_get(c.ep, buf, 16, nullptr, gone.base[1], gone.keys[1], op_ctx(n)),
+                    "get from a closed region");
+                ++n;
+                expect_eacces(weft_atomic(c.ep, &one, 1, gone.base[1], gone.keys[1], WEFT_UINT64,
+                                          WEFT_SUM, op_ctx(n)),
+                              "atomic on a closed region");
+                // A key unpacked for another endpoint is refused at once.
+                WEFT_TCHECK_EQ(weft_put(c.ep, buf, 8, nullptr, rw.base[1], nullptr, nullptr),
+                               -WEFT_EINVAL);
+            }
+            c.barrier();
+            if (c.plays(1)) {
+                for (region *r : {&rw, &ro, &wo, &gone}) {
+                    for (std::size_t i = 0; i < r->len; ++i) {
+                        WEFT_TCHECK_MSG(r->mem[i] == 0x11,
+                                        "target byte " + std::to_string(i) + " changed");
+                    }
+                }
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+// Register, close, unmap, map again at (usually) the same address, register:
+// the old key must fail and the new one reach the new memory -- no stale
+// registration from a cache.
+TEST_P(transport_rma, reregistered_memory_gets_a_fresh_key)
+{
+    weft::test::run_options opt;
+    opt.allow_log_errors = true;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            constexpr std::size_t len = 1u << 20;
+            region first;
+            make_region(c, first, len, all_remote, 2, 8);
+            region second;
+            c.barrier();
+            if (c.plays(1)) {
+                WEFT_TCHECK_OK(weft_mr_close(first.mr));
+                first.mr = nullptr;
+                munmap(first.mem, len);
+                first.mem = nullptr;
+            }
+            second.len = len;
+            second.mem = map_bytes(len);
+            std::memset(second.mem, 0x22, len);
+            WEFT_TCHECK_OK(weft_mr_reg(c.domain, second.mem, len, all_remote, 0, &second.mr));
+            share(c, second, 2, 9);
+            if (c.plays(0)) {
+                std::vector<std::uint8_t> src(len);
+                fill_pattern(src.data(), len, seed_of(9));
+                POST("old key put", weft_put(c.ep, src.data(), 64, nullptr, first.base[1],
+                                             first.keys[1], op_ctx(1)));
+                WEFT_TCHECK_EQ(c.wait_err(op_ctx(1)).err, WEFT_EACCES);
+                POST("new key put", weft_put(c.ep, src.data(), len, nullptr, second.base[1],
+                                             second.keys[1], op_ctx(2)));
+                (void)c.wait_ok(op_ctx(2));
+            }
+            c.barrier();
+            if (c.plays(1)) {
+                WEFT_TCHECK_EQ(find_pattern_mismatch(second.mem, len, seed_of(9)), SIZE_MAX);
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+// ------------------------------------------------------------------ events, inject, ordering
+
+TEST_P(transport_rma, put_data_and_remote_counters)
+{
+    weft::test::run_options opt;
+    opt.rma_counters = true;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            region rg;
+            make_region(c, rg, 1 << 20, all_remote, 2, 10, WEFT_MR_RMA_EVENT);
+            constexpr int k = 8;  // puts with data, each to its own 64 KiB
+            constexpr int m = 7;  // plain puts
+            constexpr int a = 5;  // atomics
+            constexpr int g = 3;  // gets
+            std::vector<std::uint8_t> src(65536);
+            if (c.plays(0)) {
+                std::uint64_t n = 0;
+                for (int i = 0; i < k; ++i) {
+                    fill_pattern(src.data(), 65536, seed_of(10, std::uint64_t(i)));
+                    POST("putdata",
+                         weft_putdata(c.ep, src.data(), 65536, nullptr, 0xd000 + std::uint64_t(i),
+                                      rg.base[1] + std::uint64_t(i) * 65536, rg.keys[1],
+                                      op_ctx(++n)));
+                    (void)c.wait_ok(op_ctx(n));
+                }
+                for (int i = 0; i < m; ++i) {
+                    POST("put", weft_put(c.ep, src.data(), 8, nullptr, rg.base[1] + 900000,
+                                         rg.keys[1], op_ctx(++n)));
+                    (void)c.wait_ok(op_ctx(n));
+                }
+                const std::uint64_t one = 1;
+                for (int i = 0; i < a; ++i) {
+                    POST("atomic", weft_atomic(c.ep, &one, 1, rg.base[1] + 1000000, rg.keys[1],
+                                               WEFT_UINT64, WEFT_SUM, op_ctx(++n)));
+                    (void)c.wait_ok(op_ctx(n));
+                }
+                std::uint8_t b[8];
+                for (int i = 0; i < g; ++i) {
+                    POST("get", weft_get(c.ep, b, 8, nullptr, rg.base[1], rg.keys[1], op_ctx(++n)));
+                    (void)c.wait_ok(op_ctx(n));
+                }
+            }
+            if (c.plays(1)) {
+                // Each put's data arrives as a receive completion (no context),
+                // in order, and only once its bytes are in place.
+                int seen = 0;
+                for (; seen < k; ++seen) {
+                    const weft_cq_tagged_entry e = c.wait_ok(nullptr);
+                    WEFT_TCHECK_EQ(e.flags, WEFT_RMA | WEFT_REMOTE_WRITE | WEFT_REMOTE_CQ_DATA);
+                    WEFT_TCHECK_EQ(e.len, std::size_t{65536});
+                    WEFT_TCHECK_EQ(e.data, 0xd000 + std::uint64_t(seen));
+                    WEFT_TCHECK_EQ(find_pattern_mismatch(rg.mem + std::size_t(seen) * 65536, 65536,
+                                                         seed_of(10, std::uint64_t(seen))),
+                                   SIZE_MAX);
+                }
+                WEFT_TCHECK_EQ(seen, k);
+                WEFT_TCHECK_OK(weft_cntr_wait(c.rwrite_cntr, k + m + a, 30000));
+                WEFT_TCHECK_OK(weft_cntr_wait(c.rread_cntr, g, 30000));
+                WEFT_TCHECK_EQ(weft_cntr_read(c.rwrite_cntr), std::uint64_t(k + m + a));
+                WEFT_TCHECK_EQ(weft_cntr_read(c.rread_cntr), std::uint64_t(g));
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+TEST_P(transport_rma, inject_put_buffer_reusable_and_flush_makes_it_visible)
+{
+    weft::test::run_options opt;
+    opt.rma_counters = true;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            region rg;
+            make_region(c, rg, 1 << 20, all_remote, 2, 11);
+            constexpr int count = 200;
+            if (c.plays(0)) {
+                std::uint64_t v[64];
+                for (int i = 0; i < count; ++i) {
+                    for (auto &x : v) {
+                        x = std::uint64_t(i);
+                    }
+                    POST("inject",
+                         weft_inject_put(c.ep, v, sizeof(v), rg.base[1] + std::uint64_t(i) * 512,
+                                         rg.keys[1]));
+                    std::memset(v, 0xff, sizeof(v));  // reusable at once
+                }
+                // Big puts, then flush: all of it is at the target on return.
+                std::vector<std::uint8_t> big(256 << 10);
+                fill_pattern(big.data(), big.size(), seed_of(13));
+                const iovec biov{big.data(), big.size()};
+                for (int i = 0; i < 3; ++i) {
+                    const weft_msg_rma m{
+                        &biov,      nullptr, 1, rg.base[1] + 200000 + std::uint64_t(i) * 8,
+                        rg.keys[1], nullptr, 0};
+                    POST("put", weft_putmsg(c.ep, &m, 0));
+                }
+                WEFT_TCHECK_OK(weft_ep_flush(c.ep, 30000));
+                WEFT_TCHECK_EQ(weft_cntr_read(c.write_cntr), std::uint64_t(count + 3));
+                // No CQ entries for injects; the three puts have (NULL context).
+                for (int i = 0; i < 3; ++i) {
+                    (void)c.wait_ok(nullptr);
+                }
+            }
+            c.barrier();
+            if (c.plays(1)) {
+                for (int i = 0; i < count; ++i) {
+                    std::uint64_t x;
+                    std::memcpy(&x, rg.mem + i * 512 + 63 * 8, 8);
+                    WEFT_TCHECK_EQ(x, std::uint64_t(i));
+                }
+                WEFT_TCHECK_EQ(
+                    find_pattern_mismatch(rg.mem + 200000 + 16, (256 << 10) - 16, seed_of(13)),
+                    SIZE_MAX);
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+// Large puts, then a fenced put of a flag: once the target sees the flag, every
+// earlier put is complete there.
+TEST_P(transport_rma, fence_orders_after_earlier_puts)
+{
+    ASSERT_TRUE(run(2, [](rank_ctx &c) {
+        constexpr std::size_t block = 128 << 10;
+        constexpr int blocks = 16;
+        region rg;
+        make_region(c, rg, block * blocks + 4096, all_remote, 2, 12);
+        std::vector<std::uint8_t> src(block);
+        std::uint64_t n = 0;
+        if (c.plays(0)) {
+            for (int i = 0; i < blocks; ++i) {
+                fill_pattern(src.data(), block, seed_of(14, std::uint64_t(i)));
+                // src is rewritten for the next block: wait for each (buffer reuse)
+                POST("put",
+                     weft_put(c.ep, src.data(), block, nullptr,
+                              rg.base[1] + std::uint64_t(i) * block, rg.keys[1], op_ctx(++n)));
+                (void)c.wait_ok(op_ctx(n));
+            }
+            static const std::uint64_t flag = 1;
+            const iovec iov{const_cast<std::uint64_t *>(&flag), 8};
+            const weft_msg_rma m{&iov,       nullptr,     1, rg.base[1] + block * blocks,
+                                 rg.keys[1], op_ctx(++n), 0};
+            POST("fenced put", weft_putmsg(c.ep, &m, WEFT_FENCE | WEFT_DELIVERY_COMPLETE));
+        }
+        if (c.plays(1)) {
+            std::uint64_t f = 0;
+            for (int spins = 0; f == 0 && spins < 50000000; ++spins) {
+                (void)weft_ep_progress(c.ep);
+                __atomic_load(reinterpret_cast<std::uint64_t *>(rg.mem + block * blocks), &f,
+                              __ATOMIC_ACQUIRE);
+            }
+            WEFT_TCHECK_EQ(f, std::uint64_t{1});
+            for (int i = 0; i < blocks; ++i) {
+                WEFT_TCHECK_EQ(find_pattern_mismatch(rg.mem + std::size_t(i) * block, block,
+                                                     seed_of(14, std::uint64_t(i))),
+                               SIZE_MAX);
+            }
+        }
+        if (c.plays(0)) {
+            (void)c.wait_ok(op_ctx(n));
+        }
+        c.barrier();
+    }));
+}
+
+// Device mode: the NIC's atomics only. verbs offers 64-bit fetch-add; the
+// others have no NIC, so their atomics on such a region are refused.
+TEST_P(transport_rma, device_atomics_run_on_the_nic_or_are_refused)
+{
+    weft::test::run_options opt;
+    opt.allow_log_errors = true;
+    const bool nic = GetParam() == "verbs";
+    ASSERT_TRUE(run(
+        2,
+        [nic](rank_ctx &c) {
+            region rg;
+            make_region(c, rg, 4096, all_remote, 2, 15, WEFT_MR_DEVICE_ATOMICS);
+            if (c.plays(0)) {
+                const std::uint64_t five = 5;
+                std::uint64_t old = 99;
+                const ssize_t rc = c.post_rc([&] {
+                    return weft_fetch_atomic(c.ep, &five, 1, &old, rg.base[1], rg.keys[1],
+                                             WEFT_UINT64, WEFT_SUM, op_ctx(1));
+                });
+                if (nic) {
+                    WEFT_TCHECK_EQ(rc, ssize_t{0});
+                    (void)c.wait_ok(op_ctx(1));
+                    WEFT_TCHECK_EQ(old, std::uint64_t{0});
+                    const std::uint32_t x = 1;
+                    WEFT_TCHECK_EQ(weft_atomic(c.ep, &x, 1, rg.base[1] + 8, rg.keys[1], WEFT_UINT32,
+                                               WEFT_BAND, nullptr),
+                                   -WEFT_ENOSYS);
+                } else {
+                    WEFT_TCHECK_EQ(rc, ssize_t{-WEFT_ENOSYS});
+                }
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+// ------------------------------------------------------------------ triggered operations
+
+// A chain of 1000 fetching atomics, each triggered by the read counter reaching
+// its index: they run one after the other from progress alone, in threshold
+// order (the fetched values count up). Then counter operations and a triggered
+// tagged send.
+TEST_P(transport_rma, triggered_chains_of_1000_run_from_progress_in_order)
+{
+    weft::test::run_options opt;
+    opt.rma_counters = true;
+    opt.timeout_s = 120;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            region rg;
+            make_region(c, rg, 1 << 16, all_remote, 2, 16);
+            constexpr int depth = 1000;
+            if (c.plays(0)) {
+                std::vector<std::uint64_t> got(depth, ~0ull);
+                const std::uint64_t one = 1;
+                // Posted in reverse: the counter orders them, not the posting.
+                for (int i = depth - 1; i >= 1; --i) {
+                    weft_trigger t{c.read_cntr, std::uint64_t(i),
+                                   op_ctx(100000 + std::uint64_t(i))};
+                    weft_msg_atomic m{};
+                    m.operand = &one;
+                    m.result = &got[std::size_t(i)];
+                    m.count = 1;
+                    m.datatype = WEFT_UINT64;
+                    m.op = WEFT_SUM;
+                    m.rma_addr = rg.base[1];
+                    m.rkey = rg.keys[1];
+                    m.context = &t;
+                    WEFT_TCHECK_OK(weft_atomicmsg(c.ep, &m, WEFT_TRIGGER));
+                }
+                POST("first", weft_fetch_atomic(c.ep, &one, 1, &got[0], rg.base[1], rg.keys[1],
+                                                WEFT_UINT64, WEFT_SUM, op_ctx(100000)));
+                WEFT_TCHECK_OK(weft_cntr_wait(c.read_cntr, depth, 60000));
+                for (int i = 0; i < depth; ++i) {
+                    (void)c.wait_ok(op_ctx(100000 + std::uint64_t(i)));
+                    WEFT_TCHECK_EQ(got[std::size_t(i)], std::uint64_t(i));
+                }
+                // A put chain on the write counter: put i fires at write count i.
+                std::vector<std::uint32_t> vals(depth);
+                for (int i = 0; i < depth; ++i) {
+                    vals[std::size_t(i)] = std::uint32_t(i) * 3 + 1;
+                }
+                for (int i = 1; i < depth; ++i) {
+                    weft_trigger t{c.write_cntr, std::uint64_t(i), nullptr};
+                    const iovec iov{&vals[std::size_t(i)], 4};
+                    const weft_msg_rma m{
+                        &iov,       nullptr, 1, rg.base[1] + 64 + std::uint64_t(i) * 4,
+                        rg.keys[1], &t,      0};
+                    WEFT_TCHECK_OK(weft_putmsg(c.ep, &m, WEFT_TRIGGER | WEFT_INJECT));
+                }
+                POST("first put", weft_inject_put(c.ep, &vals[0], 4, rg.base[1] + 64, rg.keys[1]));
+                WEFT_TCHECK_OK(weft_cntr_wait(c.write_cntr, depth, 60000));
+                WEFT_TCHECK_OK(weft_ep_flush(c.ep, 30000));
+                // Counter operations chain counters without any endpoint.
+                weft_cntr_t *a = nullptr;
+                weft_cntr_t *b = nullptr;
+                WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &a));
+                WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &b));
+                const weft_trigger ta{a, 5, nullptr};
+                WEFT_TCHECK_OK(weft_cntr_add_triggered(b, 10, &ta));
+                const weft_trigger ta2{a, 6, nullptr};
+                WEFT_TCHECK_OK(weft_cntr_set_triggered(b, 100, &ta2));
+                WEFT_TCHECK_EQ(weft_cntr_close(b), -WEFT_EBUSY);  // the target of armed operations
+                WEFT_TCHECK_OK(weft_cntr_add(a, 4));
+                WEFT_TCHECK_EQ(weft_cntr_read(b), std::uint64_t{0});
+                WEFT_TCHECK_OK(weft_cntr_add(a, 1));
+                WEFT_TCHECK_EQ(weft_cntr_read(b), std::uint64_t{10});
+                WEFT_TCHECK_OK(weft_cntr_add(a, 1));
+                WEFT_TCHECK_EQ(weft_cntr_read(b), std::uint64_t{100});
+                // A tagged send triggered by b.
+                static const std::uint64_t payload = 0xfeed;
+                const weft_trigger tb{b, 101, op_ctx(7777)};
+                const iovec siov{const_cast<std::uint64_t *>(&payload), 8};
+                const weft_msg_tagged tm{
+                    &siov, nullptr, 1, c.peer(1), 0x77, 0, const_cast<weft_trigger *>(&tb), 0};
+                WEFT_TCHECK_OK(weft_tsendmsg(c.ep, &tm, WEFT_TRIGGER));
+                WEFT_TCHECK_OK(weft_cntr_add(b, 1));
+                (void)c.wait_ok(op_ctx(7777));
+                WEFT_TCHECK_OK(weft_cntr_close(a));
+                WEFT_TCHECK_OK(weft_cntr_close(b));
+            }
+            if (c.plays(1)) {
+                std::uint64_t v = 0;
+                c.post("recv", [&] {
+                    return weft_trecv(c.ep, &v, 8, nullptr, WEFT_ADDR_UNSPEC, 0x77, 0,
+                                      op_ctx(7778));
+                });
+                (void)c.wait_ok(op_ctx(7778));
+                WEFT_TCHECK_EQ(v, std::uint64_t{0xfeed});
+            }
+            c.barrier();
+            if (c.plays(1)) {
+                std::uint64_t sum;
+                std::memcpy(&sum, rg.mem, 8);
+                WEFT_TCHECK_EQ(sum, std::uint64_t(depth));
+                for (int i = 0; i < depth; ++i) {
+                    std::uint32_t x;
+                    std::memcpy(&x, rg.mem + 64 + i * 4, 4);
+                    WEFT_TCHECK_EQ(x, std::uint32_t(i) * 3 + 1);
+                }
+            }
+            c.barrier();
+        },
+        opt));
+}
+
+// Closing an endpoint cancels its armed triggered operations with error
+// completions, and frees their counters.
+TEST_P(transport_rma, closing_the_endpoint_cancels_pending_triggers)
+{
+    weft::test::run_options opt;
+    ASSERT_TRUE(run(
+        1,
+        [](rank_ctx &c) {
+            weft_ep_t *ep = nullptr;
+            weft_av_t *av = nullptr;
+            weft_cntr_t *watch = nullptr;
+            WEFT_TCHECK_OK(weft_av_open(c.domain, nullptr, &av));
+            WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &watch));
+            WEFT_TCHECK_OK(weft_ep_open(c.domain, c.info, &ep, nullptr));
+            WEFT_TCHECK_OK(weft_ep_bind_cq(ep, c.cq, WEFT_TRANSMIT | WEFT_RECV));
+            WEFT_TCHECK_OK(weft_ep_bind_av(ep, av));
+            WEFT_TCHECK_OK(weft_ep_enable(ep));
+            std::uint8_t addr[512];
+            std::size_t alen = sizeof(addr);
+            WEFT_TCHECK_OK(weft_ep_getname(ep, addr, &alen));
+            weft_addr_t me = 0;
+            WEFT_TCHECK_EQ(weft_av_insert(av, addr, 1, &me, 0), 1);
+            std::uint64_t mem[4] = {};
+            weft_mr_t *mr = nullptr;
+            WEFT_TCHECK_OK(weft_mr_reg(c.domain, mem, sizeof(mem), all_remote, 0, &mr));
+            std::uint8_t key[WEFT_MR_KEY_MAX];
+            std::size_t klen = sizeof(key);
+            WEFT_TCHECK_OK(weft_mr_pack_key(mr, key, &klen));
+            weft_rkey_t *rk = nullptr;
+            WEFT_TCHECK_OK(weft_rkey_unpack(ep, me, key, klen, &rk));
+            const std::uint64_t one = 1;
+            for (int i = 0; i < 5; ++i) {
+                weft_trigger t{watch, 1000, op_ctx(4000 + std::uint64_t(i))};
+                weft_msg_atomic m{};
+                m.operand = &one;
+                m.count = 1;
+                m.datatype = WEFT_UINT64;
+                m.op = WEFT_SUM;
+                m.rma_addr = reinterpret_cast<std::uint64_t>(mem);
+                m.rkey = rk;
+                m.context = &t;
+                WEFT_TCHECK_OK(weft_atomicmsg(ep, &m, WEFT_TRIGGER));
+            }
+            WEFT_TCHECK_EQ(weft_cntr_close(watch), -WEFT_EBUSY);
+            WEFT_TCHECK_OK(weft_rkey_release(rk));
+            WEFT_TCHECK_OK(weft_ep_close(ep));
+            for (int i = 0; i < 5; ++i) {
+                WEFT_TCHECK_EQ(c.wait_err(op_ctx(4000 + std::uint64_t(i))).err, WEFT_ECANCELED);
+            }
+            WEFT_TCHECK_OK(weft_cntr_close(watch));
+            WEFT_TCHECK_OK(weft_av_close(av));
+            WEFT_TCHECK_OK(weft_mr_close(mr));
+            WEFT_TCHECK_EQ(mem[0], std::uint64_t{0});
+        },
+        opt));
+}
+
+}  // namespace
+
+WEFT_TRANSPORT_SUITE(transport_rma);
