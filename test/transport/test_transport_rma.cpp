@@ -948,6 +948,76 @@ TEST_P(transport_rma, triggered_chains_of_1000_run_from_progress_in_order)
         opt));
 }
 
+// A dissemination barrier posted whole as triggered puts (50 iterations up
+// front): round 0 of iteration b fires when the application "enters" (a
+// counter it bumps), round k when the remote-write counter, which counts the
+// flag puts that arrived, reaches b * rounds + k. Nothing but progress runs the
+// schedule. Barrier semantics are checked with an arrival count at rank 0 that
+// every rank bumps before entering and reads back after leaving.
+TEST_P(transport_rma, triggered_dissemination_barrier_runs_from_progress)
+{
+    weft::test::run_options opt;
+    opt.rma_counters = true;
+    opt.timeout_s = 120;
+    ASSERT_TRUE(run(
+        4,
+        [](rank_ctx &c) {
+            const int n = c.nranks;
+            int rounds = 0;
+            while ((1 << rounds) < n) {
+                ++rounds;
+            }
+            region flags;
+            make_region(c, flags, 4096, all_remote, n, 18, WEFT_MR_RMA_EVENT);
+            region arrivals;
+            make_region(c, arrivals, 4096, all_remote, n, 19);
+            weft_cntr_t *enter = nullptr;
+            WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &enter));
+            constexpr int iterations = 50;
+            static const std::uint64_t one = 1;
+            for (int b = 0; b < iterations; ++b) {
+                for (int k = 0; k < rounds; ++k) {
+                    const int to = (c.rank + (1 << k)) % n;
+                    const weft_trigger t =
+                        k == 0
+                            ? weft_trigger{enter, std::uint64_t(b) + 1, nullptr}
+                            : weft_trigger{c.rwrite_cntr, std::uint64_t(b * rounds + k), nullptr};
+                    const iovec iov{const_cast<std::uint64_t *>(&one), 8};
+                    const weft_msg_rma m{&iov,
+                                         nullptr,
+                                         1,
+                                         flags.base[std::size_t(to)] + 8 * std::uint64_t(k),
+                                         flags.keys[std::size_t(to)],
+                                         const_cast<weft_trigger *>(&t),
+                                         0};
+                    WEFT_TCHECK_OK(weft_putmsg(c.ep, &m, WEFT_TRIGGER | WEFT_INJECT));
+                }
+            }
+            c.barrier();  // every schedule is armed before anyone enters
+            std::uint64_t n_ops = 0;
+            for (int b = 0; b < iterations; ++b) {
+                POST("arrive", weft_atomic(c.ep, &one, 1, arrivals.base[0], arrivals.keys[0],
+                                           WEFT_UINT64, WEFT_SUM, op_ctx(++n_ops)));
+                (void)c.wait_ok(op_ctx(n_ops));
+                WEFT_TCHECK_OK(weft_cntr_add(enter, 1));
+                WEFT_TCHECK_OK(
+                    weft_cntr_wait(c.rwrite_cntr, std::uint64_t((b + 1) * rounds), 30000));
+                std::uint64_t seen = 0;
+                POST("read",
+                     weft_fetch_atomic(c.ep, &one, 1, &seen, arrivals.base[0], arrivals.keys[0],
+                                       WEFT_UINT64, WEFT_NOOP, op_ctx(++n_ops)));
+                (void)c.wait_ok(op_ctx(n_ops));
+                WEFT_TCHECK_MSG(seen >= std::uint64_t(b + 1) * std::uint64_t(n),
+                                "iteration " + std::to_string(b) + ": " + std::to_string(seen) +
+                                    " arrivals after the barrier");
+            }
+            WEFT_TCHECK_OK(weft_ep_flush(c.ep, 30000));
+            c.barrier();
+            WEFT_TCHECK_OK(weft_cntr_close(enter));
+        },
+        opt));
+}
+
 // Closing an endpoint cancels its armed triggered operations with error
 // completions, and frees their counters.
 TEST_P(transport_rma, closing_the_endpoint_cancels_pending_triggers)
