@@ -8,11 +8,21 @@
 // once gives. Larger sends use weft_tsend and complete through the CQ. Receives
 // are weft_trecv from any source (UCX's tag receive does not name a source
 // either), completed by polling weft_cq_read.
+//
+// One-sided: the target region is registered with weft_mr_reg (remote read,
+// write, atomic), its packed key (weft_mr_pack_key) and address go to the peer
+// through PMIx, which unpacks it with weft_rkey_unpack. Puts up to the inject
+// size use weft_inject_put (no completion to read, as a UCX put that completes
+// at once); larger ones weft_put. Gets are weft_get, atomics weft_fetch_atomic
+// (WEFT_SUM) and weft_compare_atomic on WEFT_UINT64; their completions come
+// through the same CQ. flush is weft_ep_flush(ep, -1).
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "weft/weft.h"
 
@@ -40,6 +50,7 @@ class weft_backend final : public backend {
     [[nodiscard]] const char *name() const noexcept override { return "weft"; }
     [[nodiscard]] std::string describe() const override { return describe_; }
     [[nodiscard]] double run(const run_params &p) override { return kernels::run(*this, p); }
+    void map_memory(const buffers &buf) override;
     void finalize() override;
 
     // Data path, called by the kernels.
@@ -102,6 +113,90 @@ class weft_backend final : public backend {
         }
     }
 
+    // One-sided data path (map_memory first).
+    [[gnu::always_inline]] void put(const void *buf, std::size_t len, std::size_t roff, request &r)
+    {
+        const std::uint64_t addr = peer_base_ + roff;
+        if (len <= inject_size_) {
+            for (;;) {
+                const ssize_t rc = weft_inject_put(ep_, buf, len, addr, rkey_);
+                if (rc == 0) [[likely]] {
+                    r.done = true;
+                    return;
+                }
+                if (rc != -WEFT_EAGAIN) [[unlikely]] {
+                    check_weft(rc, "weft_inject_put");
+                }
+                poll();
+            }
+        }
+        r.done = false;
+        for (;;) {
+            const ssize_t rc = weft_put(ep_, buf, len, send_desc_, addr, rkey_, &r);
+            if (rc == 0) [[likely]] {
+                return;
+            }
+            if (rc != -WEFT_EAGAIN) [[unlikely]] {
+                check_weft(rc, "weft_put");
+            }
+            poll();
+        }
+    }
+
+    [[gnu::always_inline]] void get(void *buf, std::size_t len, std::size_t roff, request &r)
+    {
+        r.done = false;
+        for (;;) {
+            const ssize_t rc = weft_get(ep_, buf, len, get_desc_, peer_base_ + roff, rkey_, &r);
+            if (rc == 0) [[likely]] {
+                return;
+            }
+            if (rc != -WEFT_EAGAIN) [[unlikely]] {
+                check_weft(rc, "weft_get");
+            }
+            poll();
+        }
+    }
+
+    [[gnu::always_inline]] void fetch_add(const std::uint64_t *add, std::uint64_t *old,
+                                          std::size_t roff, request &r)
+    {
+        r.done = false;
+        for (;;) {
+            const ssize_t rc = weft_fetch_atomic(ep_, add, 1, old, peer_base_ + roff, rkey_,
+                                                 WEFT_UINT64, WEFT_SUM, &r);
+            if (rc == 0) [[likely]] {
+                return;
+            }
+            if (rc != -WEFT_EAGAIN) [[unlikely]] {
+                check_weft(rc, "weft_fetch_atomic");
+            }
+            poll();
+        }
+    }
+
+    [[gnu::always_inline]] void compare_swap(const std::uint64_t *compare,
+                                             const std::uint64_t *swap, std::uint64_t *old,
+                                             std::size_t roff, request &r)
+    {
+        r.done = false;
+        for (;;) {
+            const ssize_t rc = weft_compare_atomic(ep_, swap, compare, 1, old, peer_base_ + roff,
+                                                   rkey_, WEFT_UINT64, &r);
+            if (rc == 0) [[likely]] {
+                return;
+            }
+            if (rc != -WEFT_EAGAIN) [[unlikely]] {
+                check_weft(rc, "weft_compare_atomic");
+            }
+            poll();
+        }
+    }
+
+    void flush() { check_weft(weft_ep_flush(ep_, -1), "weft_ep_flush"); }
+
+    [[gnu::always_inline]] void progress() { poll(); }
+
   private:
     /// Read completions (driving progress) and mark their requests done.
     [[gnu::always_inline]] void poll()
@@ -132,6 +227,14 @@ class weft_backend final : public backend {
     weft_addr_t peer_ = WEFT_ADDR_UNSPEC;
     std::size_t inject_size_ = 0;
     std::string describe_;
+    // One-sided (map_memory).
+    weft_mr_t *target_mr_ = nullptr;  ///< buffers::recv[0], the peer's target
+    weft_mr_t *send_mr_ = nullptr;    ///< buffers::send, the source of puts
+    weft_mr_t *get_mr_ = nullptr;     ///< buffers::recv[1], where gets land
+    void *send_desc_ = nullptr;
+    void *get_desc_ = nullptr;
+    weft_rkey_t *rkey_ = nullptr;  ///< the peer's target region
+    std::uint64_t peer_base_ = 0;  ///< its address in the peer
 };
 
 void weft_backend::cq_error(ssize_t rc)
@@ -160,15 +263,16 @@ void weft_backend::init()
     if (hints == nullptr) {
         fail("weft: weft_info_alloc returned NULL");
     }
-    hints->caps = WEFT_TAGGED;
+    hints->caps = WEFT_TAGGED | (opt_.one_sided ? WEFT_RMA | WEFT_ATOMIC : 0);
     std::snprintf(hints->transport, sizeof(hints->transport), "%s", opt_.weft_transport.c_str());
     hints->domain_attr.progress = WEFT_PROGRESS_MANUAL;
     hints->domain_attr.threading = WEFT_THREAD_DOMAIN;
     const int rc = weft_getinfo(WEFT_API_VERSION, hints, nullptr, &info_);
     weft_info_free(hints);
     if (rc < 0) {
-        fail("weft: weft_getinfo(caps=WEFT_TAGGED, transport=\"%s\") failed: %s (%d)",
-             opt_.weft_transport.c_str(), weft_strerror(-rc), rc);
+        fail("weft: weft_getinfo(caps=WEFT_TAGGED%s, transport=\"%s\") failed: %s (%d)",
+             opt_.one_sided ? "|WEFT_RMA|WEFT_ATOMIC" : "", opt_.weft_transport.c_str(),
+             weft_strerror(-rc), rc);
     }
     check_weft(weft_fabric_open(info_, nullptr, &fabric_), "weft_fabric_open");
     check_weft(weft_domain_open(fabric_, info_, &domain_), "weft_domain_open");
@@ -226,11 +330,73 @@ void weft_backend::init()
     kernels::sync(*this);
 }
 
+/// What map_memory sends the peer: the target region's address, length and
+/// packed key.
+struct weft_key_msg {
+    std::uint64_t base;
+    std::uint64_t len;
+    std::uint64_t key_len;
+    unsigned char key[WEFT_MR_KEY_MAX];
+};
+
+void weft_backend::map_memory(const buffers &buf)
+{
+    check_weft(weft_mr_reg(domain_, buf.recv[0], buf.region_len,
+                           WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ | WEFT_ACCESS_REMOTE_WRITE |
+                               WEFT_ACCESS_REMOTE_ATOMIC,
+                           0, &target_mr_),
+               "weft_mr_reg (target region)");
+    check_weft(weft_mr_reg(domain_, buf.send, buf.region_len, WEFT_ACCESS_LOCAL, 0, &send_mr_),
+               "weft_mr_reg (put source)");
+    check_weft(weft_mr_reg(domain_, buf.recv[1], buf.region_len, WEFT_ACCESS_LOCAL, 0, &get_mr_),
+               "weft_mr_reg (get destination)");
+    send_desc_ = weft_mr_desc(send_mr_);
+    get_desc_ = weft_mr_desc(get_mr_);
+
+    weft_key_msg mine;
+    std::memset(&mine, 0, sizeof(mine));
+    mine.base = reinterpret_cast<std::uintptr_t>(buf.recv[0]);
+    mine.len = buf.region_len;
+    std::size_t klen = sizeof(mine.key);
+    check_weft(weft_mr_pack_key(target_mr_, mine.key, &klen), "weft_mr_pack_key");
+    mine.key_len = klen;
+    const std::vector<char> blob = boot_.exchange("weft_perf.weft.rkey", &mine, sizeof(mine),
+                                                  static_cast<std::uint32_t>(peer_));
+    weft_key_msg theirs;
+    if (blob.size() != sizeof(theirs)) {
+        fail("weft: the peer's key message has %zu bytes, expected %zu", blob.size(),
+             sizeof(theirs));
+    }
+    std::memcpy(&theirs, blob.data(), sizeof(theirs));
+    if (theirs.key_len > sizeof(theirs.key) || theirs.len < buf.region_len) {
+        fail("weft: the peer's key message is malformed (key %llu bytes, region %llu bytes)",
+             static_cast<unsigned long long>(theirs.key_len),
+             static_cast<unsigned long long>(theirs.len));
+    }
+    check_weft(weft_rkey_unpack(ep_, peer_, theirs.key, theirs.key_len, &rkey_),
+               "weft_rkey_unpack");
+    peer_base_ = theirs.base;
+
+    char line[128];
+    std::snprintf(line, sizeof(line), ", rma: key %zu B, put inject <= %zu B", klen, inject_size_);
+    describe_ += line;
+}
+
 void weft_backend::finalize()
 {
     // Every run ended with a sync; the fence makes sure the peer is done too
     // before the shared resources go away.
     boot_.fence();
+    if (rkey_ != nullptr) {
+        check_weft(weft_rkey_release(rkey_), "weft_rkey_release");
+        rkey_ = nullptr;
+    }
+    for (weft_mr_t **mr : {&target_mr_, &send_mr_, &get_mr_}) {
+        if (*mr != nullptr) {
+            check_weft(weft_mr_close(*mr), "weft_mr_close");
+            *mr = nullptr;
+        }
+    }
     if (ep_ != nullptr) {
         check_weft(weft_ep_close(ep_), "weft_ep_close");
         ep_ = nullptr;

@@ -1,6 +1,7 @@
 // weft_perf: OSU-style microbenchmarks, weft and UCX side by side.
 //
 //   mpirun -np 2 weft_perf -b lat,bw --no-verify --csv out.csv
+//   mpirun -np 2 weft_perf -b rma --no-verify        (every one-sided benchmark)
 //
 // Both backends are initialised once. For each size, each repetition runs every
 // backend in turn (weft, then ucx) in the same pair of processes, so slow
@@ -22,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "perf/weft_perf.hpp"
@@ -66,24 +68,36 @@ void usage(FILE *f)
     std::fprintf(
         f,
         "usage: mpirun -np 2 weft_perf [options]\n"
-        "  -b, --bench LIST      lat,bw,bibw,rate (comma-separated; default lat)\n"
+        "  -b, --bench LIST      comma-separated (default lat); 'tag' = lat,bw,bibw,rate,\n"
+        "                        'rma' = every one-sided one\n"
         "                          lat:  ping-pong, one-way latency = RTT/2, us\n"
         "                          bw:   window of sends + 4-byte ack (osu_bw), MB/s (1e6 B/s)\n"
         "                          bibw: both directions at once (osu_bibw), MB/s\n"
         "                          rate: window of sends + ack (osu_mbw_mr), messages/s\n"
+        "                        one-sided, rank 0 on rank 1's registered memory:\n"
+        "                          put_lat:   put + flush (remotely complete), us per put\n"
+        "                          get_lat:   get, wait, us per get\n"
+        "                          fadd_lat:  64-bit fetch-and-add, wait, us (size always 8)\n"
+        "                          cswap_lat: 64-bit compare-and-swap, wait, us (size always 8)\n"
+        "                          put_pp:    put ping-pong polling the last byte, RTT/2, us\n"
+        "                          put_bw:    window of puts + flush, MB/s\n"
+        "                          get_bw:    window of gets + flush, MB/s\n"
+        "                          put_rate:  window of puts + flush, puts/s\n"
         "  -B, --backend LIST    weft,ucx (default both, interleaved in that order)\n"
         "  -s, --sizes LIST      explicit sizes, e.g. 1,8,4k,1m (suffixes k, m)\n"
         "  -m, --min-size N      smallest size of the power-of-two sweep (default 1; 0 allowed)\n"
         "  -M, --max-size N      largest size (default 16m)\n"
         "  -i, --iters N         timed iterations per rep up to 8 KiB, scaled down above\n"
-        "                        (default lat 2000, bw/bibw 100, rate 200)\n"
+        "                        (default lat, *_lat, put_pp 2000; bw, bibw, *_bw 100;\n"
+        "                        rate, put_rate 200)\n"
         "  -w, --warmup N        untimed iterations per rep (default iters/10, scaled alike)\n"
         "  -r, --reps N          interleaved repetitions per size and backend (default 10)\n"
-        "  -W, --window N        messages in flight for bw, bibw, rate (default 64)\n"
+        "  -W, --window N        messages in flight for bw, bibw, rate, *_bw, put_rate\n"
+        "                        (default 64)\n"
         "  -t, --transport NAME  weft transport hint (default shm)\n"
         "      --verify          fill and check every message (default)\n"
         "      --no-verify       timing mode: no data checks inside the timed loop\n"
-        "      --csv FILE        write rows benchmark,size,backend,min,median\n"
+        "      --csv FILE        write rows benchmark,size,backend,min,median,max\n"
         "      --corrupt         self-test of --verify: damage one message; the run must fail\n"
         "  -v, --verbose         print each repetition and UCX's endpoint configuration\n"
         "  -h, --help\n"
@@ -92,6 +106,16 @@ void usage(FILE *f)
         "  mpirun -np 2 [--allow-run-as-root] --bind-to core weft_perf -b lat --no-verify\n",
         built_backends);
 }
+
+constexpr bench_kind tag_benches[] = {bench_kind::lat, bench_kind::bw, bench_kind::bibw,
+                                      bench_kind::rate};
+constexpr bench_kind rma_benches[] = {
+    bench_kind::put_lat, bench_kind::get_lat, bench_kind::fadd_lat, bench_kind::cswap_lat,
+    bench_kind::put_pp,  bench_kind::put_bw,  bench_kind::get_bw,   bench_kind::put_rate};
+constexpr bench_kind all_benches[] = {
+    bench_kind::lat,     bench_kind::bw,      bench_kind::bibw,     bench_kind::rate,
+    bench_kind::put_lat, bench_kind::get_lat, bench_kind::fadd_lat, bench_kind::cswap_lat,
+    bench_kind::put_pp,  bench_kind::put_bw,  bench_kind::get_bw,   bench_kind::put_rate};
 
 [[nodiscard]] std::vector<std::string> split(const char *s)
 {
@@ -171,16 +195,31 @@ void usage(FILE *f)
             case 'b':
                 o.benches.clear();
                 for (const std::string &b : split(optarg)) {
-                    if (b == "lat") {
-                        o.benches.push_back(bench_kind::lat);
-                    } else if (b == "bw") {
-                        o.benches.push_back(bench_kind::bw);
-                    } else if (b == "bibw") {
-                        o.benches.push_back(bench_kind::bibw);
-                    } else if (b == "rate") {
-                        o.benches.push_back(bench_kind::rate);
-                    } else {
-                        fail("unknown benchmark '%s' (lat, bw, bibw, rate)", b.c_str());
+                    if (b == "tag") {
+                        for (bench_kind k : tag_benches) {
+                            o.benches.push_back(k);
+                        }
+                        continue;
+                    }
+                    if (b == "rma") {
+                        for (bench_kind k : rma_benches) {
+                            o.benches.push_back(k);
+                        }
+                        continue;
+                    }
+                    bool found = false;
+                    for (bench_kind k : all_benches) {
+                        if (b == bench_name(k)) {
+                            o.benches.push_back(k);
+                            found = true;
+                            break;
+                        }
+                    }
+                    if (!found) {
+                        fail(
+                            "unknown benchmark '%s' (lat, bw, bibw, rate, put_lat, get_lat, "
+                            "fadd_lat, cswap_lat, put_pp, put_bw, get_bw, put_rate; tag, rma)",
+                            b.c_str());
                     }
                 }
                 break;
@@ -259,21 +298,30 @@ void usage(FILE *f)
             o.sizes.push_back(s);
         }
     }
+    for (bench_kind k : o.benches) {
+        if (k == bench_kind::put_pp &&
+            std::find(o.sizes.begin(), o.sizes.end(), std::size_t{0}) != o.sizes.end()) {
+            fail("put_pp polls the last byte of the message: sizes must be at least 1");
+        }
+    }
     return o;
 }
 
 [[nodiscard]] int default_iters(bench_kind k)
 {
-    switch (k) {
-        case bench_kind::lat:
-            return 2000;
-        case bench_kind::bw:
-        case bench_kind::bibw:
-            return 100;
-        case bench_kind::rate:
-            return 200;
+    if (is_latency(k)) {
+        return 2000;
     }
-    return 100;
+    if (is_rate(k)) {
+        return 200;
+    }
+    return 100;  // bw, bibw, put_bw, get_bw
+}
+
+/// The benchmark moves a window of messages per iteration.
+[[nodiscard]] bool has_window(bench_kind k)
+{
+    return !is_latency(k);
 }
 
 /// Timed iterations at `size`: the base count up to 8 KiB, then shrinking in
@@ -284,7 +332,7 @@ void usage(FILE *f)
     if (size <= large_size) {
         return base;
     }
-    const int floor = k == bench_kind::lat ? 10 : 3;
+    const int floor = is_latency(k) ? 10 : 3;
     const auto scaled = static_cast<int>(static_cast<double>(base) * large_size / size);
     return std::min(base, std::max(floor, scaled));
 }
@@ -310,12 +358,21 @@ void usage(FILE *f)
     const double bytes = static_cast<double>(size);
     switch (k) {
         case bench_kind::lat:
+        case bench_kind::put_pp:
             return secs / (2 * n) * 1e6;
+        case bench_kind::put_lat:
+        case bench_kind::get_lat:
+        case bench_kind::fadd_lat:
+        case bench_kind::cswap_lat:
+            return secs / n * 1e6;
         case bench_kind::bw:
+        case bench_kind::put_bw:
+        case bench_kind::get_bw:
             return bytes * window * n / secs / 1e6;
         case bench_kind::bibw:
             return 2 * bytes * window * n / secs / 1e6;
         case bench_kind::rate:
+        case bench_kind::put_rate:
             return window * n / secs;
     }
     return 0;
@@ -332,6 +389,23 @@ void usage(FILE *f)
             return "bidirectional bandwidth (both directions summed), MB/s; higher is better";
         case bench_kind::rate:
             return "message rate, messages/s; higher is better";
+        case bench_kind::put_lat:
+            return "put + flush (remotely complete), microseconds per put; lower is better";
+        case bench_kind::get_lat:
+            return "get latency, microseconds per get; lower is better";
+        case bench_kind::fadd_lat:
+            return "64-bit fetch-and-add latency, microseconds; lower is better";
+        case bench_kind::cswap_lat:
+            return "64-bit compare-and-swap latency, microseconds; lower is better";
+        case bench_kind::put_pp:
+            return "put ping-pong (poll the last byte), one-way latency = RTT/2, microseconds; "
+                   "lower is better";
+        case bench_kind::put_bw:
+            return "put bandwidth (window + flush), MB/s (1e6 B/s); higher is better";
+        case bench_kind::get_bw:
+            return "get bandwidth (window + flush), MB/s (1e6 B/s); higher is better";
+        case bench_kind::put_rate:
+            return "put rate (window + flush), puts/s; higher is better";
     }
     return "";
 }
@@ -374,17 +448,12 @@ struct stats {
 /// with 2, messages/s as an integer.
 void format_value(char *out, std::size_t n, bench_kind k, double v)
 {
-    switch (k) {
-        case bench_kind::lat:
-            std::snprintf(out, n, "%.3f", v);
-            return;
-        case bench_kind::bw:
-        case bench_kind::bibw:
-            std::snprintf(out, n, "%.2f", v);
-            return;
-        case bench_kind::rate:
-            std::snprintf(out, n, "%.0f", v);
-            return;
+    if (is_latency(k)) {
+        std::snprintf(out, n, "%.3f", v);
+    } else if (is_rate(k)) {
+        std::snprintf(out, n, "%.0f", v);
+    } else {
+        std::snprintf(out, n, "%.2f", v);
     }
 }
 
@@ -408,31 +477,13 @@ class harness {
     buffers buf_;
     std::uint32_t seed_ = 0;
     FILE *csv_ = nullptr;
-    /// Medians at 8 bytes per backend, for the targets line.
-    std::vector<double> median8_;
+    /// Medians per size of each backend (this benchmark), for the targets line.
+    std::vector<std::vector<std::pair<std::size_t, double>>> medians_;
 };
 
 void harness::setup()
 {
-    backend_options bo;
-    bo.weft_transport = opt_.transport;
-    bo.window = opt_.window;
-    bo.verbose = opt_.verbose;
-    for (const std::string &name : opt_.backends) {
-        std::unique_ptr<backend> b;
-        if (name == "weft") {
-            b = make_weft_backend(boot_, bo);
-        } else {
-            b = make_ucx_backend(boot_, bo);
-            if (b == nullptr) {
-                fail(
-                    "this weft_perf was built without UCX (configure found no ucx.pc); "
-                    "use --backend weft");
-            }
-        }
-        backends_.push_back(std::move(b));
-    }
-
+    // The buffers first: the backends map them for the one-sided benchmarks.
     const std::size_t max_size = *std::max_element(opt_.sizes.begin(), opt_.sizes.end());
     std::size_t region = std::max<std::size_t>(max_size, 64);
     if (opt_.verify) {
@@ -445,12 +496,35 @@ void harness::setup()
     buf_.recv[0] = alloc_region(region);
     buf_.recv[1] = alloc_region(region);
 
+    backend_options bo;
+    bo.weft_transport = opt_.transport;
+    bo.window = opt_.window;
+    bo.verbose = opt_.verbose;
+    bo.one_sided = std::any_of(opt_.benches.begin(), opt_.benches.end(), is_one_sided);
+    for (const std::string &name : opt_.backends) {
+        std::unique_ptr<backend> b;
+        if (name == "weft") {
+            b = make_weft_backend(boot_, bo);
+        } else {
+            b = make_ucx_backend(boot_, bo);
+            if (b == nullptr) {
+                fail(
+                    "this weft_perf was built without UCX (configure found no ucx.pc); "
+                    "use --backend weft");
+            }
+        }
+        if (bo.one_sided) {
+            b->map_memory(buf_);
+        }
+        backends_.push_back(std::move(b));
+    }
+
     if (boot_.rank() == 0 && !opt_.csv.empty()) {
         csv_ = std::fopen(opt_.csv.c_str(), "w");
         if (csv_ == nullptr) {
             fail("cannot open %s: %s", opt_.csv.c_str(), std::strerror(errno));
         }
-        std::fprintf(csv_, "benchmark,size,backend,min,median\n");
+        std::fprintf(csv_, "benchmark,size,backend,min,median,max\n");
     }
 }
 
@@ -470,7 +544,7 @@ void harness::print_header(bench_kind k)
     }
     std::printf("), %d iterations per rep up to 8 KiB (fewer above), warmup %d", base,
                 warmup_for(opt_, k, 1));
-    if (k != bench_kind::lat) {
+    if (has_window(k)) {
         std::printf(", window %d", opt_.window);
     }
     std::printf(", verify %s\n",
@@ -479,7 +553,7 @@ void harness::print_header(bench_kind k)
         std::printf("# note: fewer than 10 reps; min and median are not reliable\n");
     }
     // Latency: best = min. Bandwidth and rate: best = max over reps.
-    const char *best = k == bench_kind::lat ? "min" : "best";
+    const char *best = is_latency(k) ? "min" : "best";
     std::printf("# %10s", "size");
     for (const auto &b : backends_) {
         char c1[32];
@@ -506,32 +580,99 @@ void harness::print_row(bench_kind k, std::size_t size, const std::vector<stats>
     for (const stats &s : st) {
         char a[32];
         char b[32];
-        format_value(a, sizeof(a), k, k == bench_kind::lat ? s.min : s.max);
+        format_value(a, sizeof(a), k, is_latency(k) ? s.min : s.max);
         format_value(b, sizeof(b), k, s.median);
         std::printf(" %13s %13s", a, b);
     }
     if (st.size() == 2) {
-        const double best0 = k == bench_kind::lat ? st[0].min : st[0].max;
-        const double best1 = k == bench_kind::lat ? st[1].min : st[1].max;
+        const double best0 = is_latency(k) ? st[0].min : st[0].max;
+        const double best1 = is_latency(k) ? st[1].min : st[1].max;
         std::printf(" %11.3f %12.3f", best0 / best1, st[0].median / st[1].median);
     }
     std::printf("\n");
     std::fflush(stdout);
 }
 
+/// The median of `v` at `size`; 0 if it was not measured.
+[[nodiscard]] double median_at(const std::vector<std::pair<std::size_t, double>> &v,
+                               std::size_t size)
+{
+    for (const auto &[s, m] : v) {
+        if (s == size) {
+            return m;
+        }
+    }
+    return 0;
+}
+
 void harness::print_targets(bench_kind k)
 {
-    if (backends_.size() != 2 || median8_.size() != 2 ||
+    if (backends_.size() != 2 || medians_.size() != 2 ||
         std::string(backends_[0]->name()) != "weft") {
         return;
     }
-    const double r = median8_[0] / median8_[1];
-    if (k == bench_kind::lat) {
-        std::printf("# target: 8-byte latency weft/ucx (median) = %.3f, target <= 0.80: %s\n", r,
-                    r <= 0.80 ? "met" : "NOT met");
-    } else if (k == bench_kind::rate) {
-        std::printf("# target: 8-byte message rate weft/ucx (median) = %.3f, target >= 1.20: %s\n",
+    const double w8 = median_at(medians_[0], 8);
+    const double u8 = median_at(medians_[1], 8);
+    const double r = u8 > 0 ? w8 / u8 : 0;
+    const bool have8 = w8 > 0 && u8 > 0;
+    switch (k) {
+        case bench_kind::lat:
+        case bench_kind::put_lat:
+        case bench_kind::get_lat:
+        case bench_kind::fadd_lat:
+            if (have8) {
+                std::printf("# target: 8-byte %s weft/ucx (median) = %.3f, target <= 0.80: %s\n",
+                            bench_name(k), r, r <= 0.80 ? "met" : "NOT met");
+            }
+            return;
+        case bench_kind::cswap_lat:
+        case bench_kind::put_pp:
+            if (have8) {
+                std::printf("# 8-byte %s weft/ucx (median) = %.3f (no target)\n", bench_name(k), r);
+            }
+            return;
+        case bench_kind::rate:
+            if (have8) {
+                std::printf(
+                    "# target: 8-byte message rate weft/ucx (median) = %.3f, target >= 1.20: %s\n",
                     r, r >= 1.20 ? "met" : "NOT met");
+            }
+            return;
+        case bench_kind::put_rate:
+            if (have8) {
+                std::printf(
+                    "# target: 8-byte put rate weft/ucx (median) = %.3f, target >= 1.50: %s\n", r,
+                    r >= 1.50 ? "met" : "NOT met");
+            }
+            return;
+        case bench_kind::put_bw:
+        case bench_kind::get_bw: {
+            // 64 KiB .. 4 MiB: the smallest ratio of the sizes measured there.
+            double lo = 0;
+            std::size_t at = 0;
+            int n = 0;
+            for (const auto &[s, m] : medians_[0]) {
+                const double u = median_at(medians_[1], s);
+                if (s < 64 * kib || s > 4 * mib || u <= 0) {
+                    continue;
+                }
+                const double rr = m / u;
+                if (n++ == 0 || rr < lo) {
+                    lo = rr;
+                    at = s;
+                }
+            }
+            if (n > 0) {
+                std::printf(
+                    "# target: %s weft/ucx (median) >= 1.20 at 64 KiB..4 MiB: lowest %.3f at %zu B "
+                    "(%d sizes): %s\n",
+                    bench_name(k), lo, at, n, lo >= 1.20 ? "met" : "NOT met");
+            }
+            return;
+        }
+        case bench_kind::bw:
+        case bench_kind::bibw:
+            return;
     }
 }
 
@@ -541,8 +682,10 @@ void harness::run_bench(bench_kind k)
     if (root) {
         print_header(k);
     }
-    median8_.clear();
-    for (std::size_t size : opt_.sizes) {
+    medians_.assign(backends_.size(), {});
+    // An atomic is one 64-bit element whatever the size list says.
+    const std::vector<std::size_t> sizes = is_atomic(k) ? std::vector<std::size_t>{8} : opt_.sizes;
+    for (std::size_t size : sizes) {
         run_params p;
         p.kind = k;
         p.size = size;
@@ -587,14 +730,14 @@ void harness::run_bench(bench_kind k)
             if (csv_ != nullptr) {
                 char mn[32];
                 char md[32];
+                char mx[32];
                 format_value(mn, sizeof(mn), k, st.back().min);
                 format_value(md, sizeof(md), k, st.back().median);
-                std::fprintf(csv_, "%s,%zu,%s,%s,%s\n", bench_name(k), size, backends_[b]->name(),
-                             mn, md);
+                format_value(mx, sizeof(mx), k, st.back().max);
+                std::fprintf(csv_, "%s,%zu,%s,%s,%s,%s\n", bench_name(k), size,
+                             backends_[b]->name(), mn, md, mx);
             }
-            if (size == 8) {
-                median8_.push_back(st.back().median);
-            }
+            medians_[b].emplace_back(size, st.back().median);
         }
         if (csv_ != nullptr) {
             std::fflush(csv_);

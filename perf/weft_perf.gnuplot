@@ -5,7 +5,7 @@
 #   gnuplot -e "csv='results.csv'; out='results.png'; benches='lat bw bibw rate'; backends='weft ucx'" \
 #           perf/weft_perf.gnuplot
 #
-# The CSV has rows benchmark,size,backend,min,median (perf/weft_perf --csv).
+# The CSV has rows benchmark,size,backend,min,median[,max] (perf/weft_perf --csv).
 # perf/compare.sh passes only the benchmarks and backends present in the CSV.
 
 if (!exists("csv")) { print "weft_perf.gnuplot: set csv='FILE'"; exit status 1 }

@@ -14,13 +14,63 @@
 
 namespace weft::perf {
 
-/// The benchmarks. lat: ping-pong; bw: unidirectional window + ack (osu_bw);
+/// The benchmarks.
+///
+/// Tagged messages: lat: ping-pong; bw: unidirectional window + ack (osu_bw);
 /// bibw: both directions at once (osu_bibw); rate: messages per second with a
 /// window + ack (osu_mbw_mr with one pair).
-enum class bench_kind { lat, bw, bibw, rate };
+///
+/// One-sided (rank 0 initiates; rank 1's target region is registered memory and
+/// rank 1 only drives progress): put_lat: put + flush (the put remotely
+/// complete); get_lat: get and wait; fadd_lat, cswap_lat: a 64-bit fetch-and-add
+/// or compare-and-swap and wait for the old value; put_pp: put ping-pong (each
+/// side polls the last byte the peer's put writes, then puts back); put_bw,
+/// get_bw: a window of puts or gets, then flush; put_rate: the put_bw loop
+/// counted in operations per second.
+enum class bench_kind {
+    lat,
+    bw,
+    bibw,
+    rate,
+    put_lat,
+    get_lat,
+    fadd_lat,
+    cswap_lat,
+    put_pp,
+    put_bw,
+    get_bw,
+    put_rate,
+};
 
-/// "lat", "bw", "bibw", "rate".
+/// "lat", "bw", "bibw", "rate", "put_lat", "get_lat", "fadd_lat", "cswap_lat",
+/// "put_pp", "put_bw", "get_bw", "put_rate".
 [[nodiscard]] const char *bench_name(bench_kind k) noexcept;
+
+/// A one-sided benchmark (needs backend::map_memory).
+[[nodiscard]] constexpr bool is_one_sided(bench_kind k) noexcept
+{
+    return k >= bench_kind::put_lat;
+}
+
+/// A 64-bit atomic: always one 8-byte element, whatever the size list says.
+[[nodiscard]] constexpr bool is_atomic(bench_kind k) noexcept
+{
+    return k == bench_kind::fadd_lat || k == bench_kind::cswap_lat;
+}
+
+/// Reported as a time (microseconds): lower is better. Otherwise MB/s or
+/// operations per second: higher is better.
+[[nodiscard]] constexpr bool is_latency(bench_kind k) noexcept
+{
+    return k == bench_kind::lat || k == bench_kind::put_lat || k == bench_kind::get_lat ||
+           k == bench_kind::fadd_lat || k == bench_kind::cswap_lat || k == bench_kind::put_pp;
+}
+
+/// Reported as operations (messages) per second.
+[[nodiscard]] constexpr bool is_rate(bench_kind k) noexcept
+{
+    return k == bench_kind::rate || k == bench_kind::put_rate;
+}
 
 /// Print "weft_perf[rank R]: error: ..." to stderr and end the job: PMIx_Abort
 /// when PMIx is up (so the launcher kills the peer instead of leaving it
@@ -64,6 +114,11 @@ class bootstrap {
 /// Buffers owned by the driver, shared by both backends so that neither gets
 /// warmer or better-aligned memory than the other. Each region is page aligned
 /// and touched once at start.
+///
+/// One-sided benchmarks: recv[0] is the target region, registered by both
+/// backends for remote read, write and atomics (its key and address given to
+/// the peer); rank 0 puts from send and gets into recv[1] (both registered as
+/// local buffers).
 struct buffers {
     char *send = nullptr;        ///< send buffer (one region)
     char *recv[2] = {};          ///< receive buffers (bibw alternates between two)
@@ -116,6 +171,11 @@ class backend {
     /// Run once; returns the seconds of the timed iterations on rank 0
     /// (meaningless on rank 1). Fails loudly on any error.
     [[nodiscard]] virtual double run(const run_params &p) = 0;
+    /// One-sided benchmarks: register the buffers (buffers above) and exchange
+    /// the target region's key and address with the peer (PMIx). Collective;
+    /// called once, after init, with backend_options::one_sided set. finalize()
+    /// releases the keys and registrations.
+    virtual void map_memory(const buffers &buf) = 0;
     /// Release everything (collective: both ranks call it).
     virtual void finalize() = 0;
 };
@@ -125,13 +185,19 @@ struct backend_options {
     std::string weft_transport = "shm";  ///< weft_info::transport hint
     int window = 64;                     ///< largest number of sends in flight
     bool verbose = false;
+    /// One-sided benchmarks will run: weft asks for WEFT_RMA | WEFT_ATOMIC (in
+    /// weft's default caps anyway), UCX for UCP_FEATURE_RMA | UCP_FEATURE_AMO64
+    /// (only then, so that the tagged benchmarks see the same UCX as before).
+    bool one_sided = false;
 };
 
 /// The weft backend (weft_getinfo with WEFT_TAGGED, CQ of context entries,
-/// manual progress, WEFT_THREAD_DOMAIN, AV loaded through PMIx).
+/// manual progress, WEFT_THREAD_DOMAIN, AV loaded through PMIx; weft_put,
+/// weft_get, weft_fetch_atomic, weft_compare_atomic, weft_ep_flush).
 [[nodiscard]] std::unique_ptr<backend> make_weft_backend(bootstrap &boot,
                                                          const backend_options &opt);
-/// The UCX backend (UCP tag API), or nullptr when built without UCX.
+/// The UCX backend (UCP tag API; ucp_put_nbx, ucp_get_nbx, ucp_atomic_op_nbx,
+/// ucp_ep_flush_nbx), or nullptr when built without UCX.
 [[nodiscard]] std::unique_ptr<backend> make_ucx_backend(bootstrap &boot,
                                                         const backend_options &opt);
 

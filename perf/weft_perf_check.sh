@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make check: weft_perf moves the right bytes. Under mpirun, every benchmark runs
 # with --verify (each message filled with its own pattern and checked on
-# arrival) over sizes that cross the eager/rendezvous thresholds, for each
-# backend named in WEFT_PERF_CHECK_BACKENDS (default: weft, and ucx when built
-# in). Then
+# arrival; one-sided: the target region checked after the run, every get and
+# every old value of an atomic checked) over sizes that cross the
+# eager/rendezvous thresholds, for each backend named in
+# WEFT_PERF_CHECK_BACKENDS (default: weft, and ucx when built in). Then
 # --corrupt (one damaged message) must make each benchmark fail, which shows
 # the check can fail.
 set -u
@@ -48,8 +49,11 @@ log=$(mktemp)
 trap 'rm -f "$log"; rm -rf "$lsan_dir"' EXIT
 
 for backend in $backends; do
-    for bench in lat bw bibw rate; do
-        if "${launch[@]}" "$wp" -B "$backend" -b "$bench" -s "$sizes" -i 4 -w 1 -r 1 -W 16 \
+    for bench in lat bw bibw rate put_lat get_lat fadd_lat cswap_lat put_pp put_bw get_bw put_rate; do
+        s="$sizes"
+        # put_pp polls the last byte: no 0-byte message.
+        [ "$bench" = put_pp ] && s="${sizes#0,}"
+        if "${launch[@]}" "$wp" -B "$backend" -b "$bench" -s "$s" -i 4 -w 1 -r 1 -W 16 \
             --verify >"$log" 2>&1; then
             echo "PASS: $backend $bench --verify"
             passed=$((passed + 1))

@@ -6,6 +6,20 @@
 //   void wait(request &r);                      // drive progress until r.done
 //   void wait_all(request *r, std::size_t n);   // ... until all n are done
 //
+// and for the one-sided kernels (the peer's target region: buffers::recv[0],
+// mapped by backend::map_memory; `roff` is an offset into it):
+//
+//   void put(const void *buf, std::size_t len, std::size_t roff, request &r);
+//   void get(void *buf, std::size_t len, std::size_t roff, request &r);
+//   void fetch_add(const std::uint64_t *add, std::uint64_t *old, std::size_t roff, request &r);
+//   void compare_swap(const std::uint64_t *compare, const std::uint64_t *swap,
+//                     std::uint64_t *old, std::size_t roff, request &r);
+//   void flush();     // every earlier put, get and atomic complete at the target
+//   void progress();  // one poll (drives the peer's operations on our memory)
+//
+// r.done means locally complete (a put's buffer reusable, a get's data or an
+// atomic's old value here); operands and buffers stay untouched until then.
+//
 // Each backend instantiates them with its own class, so the data path has no
 // virtual call and both backends run exactly the same sequence of operations.
 // Every receive is posted before the message it matches can be sent (see each
@@ -305,6 +319,316 @@ double bibw(B &b, const run_params &p)
     return t;
 }
 
+// ------------------------------------------------------------------ one-sided
+//
+// Rank 0 initiates; rank 1's only part in the timed loop is the progress it
+// drives while it waits in the closing sync (the target of a library that
+// moves data with active messages has to run its progress; one that writes
+// the target's memory directly does not need it). Rank 1 prepares its target
+// region before the opening sync and, with --verify, checks it after the
+// closing one. put_pp is the exception: both ranks put.
+
+/// Fail with the "data mismatch" wording of check() (weft_perf_check.sh looks
+/// for it) for a 64-bit value.
+[[noreturn, gnu::cold]] inline void mismatch_u64(const run_params &p, const char *what, int iter,
+                                                 std::uint64_t got, std::uint64_t want)
+{
+    fail("%s: data mismatch: %s, iteration %d: got 0x%016llx, expected 0x%016llx",
+         bench_name(p.kind), what, iter, static_cast<unsigned long long>(got),
+         static_cast<unsigned long long>(want));
+}
+
+/// The value of rank 1's target word at the start of an atomic run.
+[[nodiscard]] inline std::uint64_t atomic_start(const run_params &p) noexcept
+{
+    // The top bit clear: start + iterations never wraps.
+    return msg_seed(p, 0, 1, 0) >> 1;
+}
+
+/// put_lat: put, flush, and the put's own completion, p.iters times. Returns
+/// the time of p.iters operations.
+template <class B>
+double put_lat(B &b, const run_params &p)
+{
+    const std::size_t n = p.size;
+    char *sbuf = p.buf->send;
+    char *target = p.buf->recv[0];
+    const int total = p.warmup + p.iters;
+    request r;
+    double t0 = 0;
+    double t = 0;
+    if (p.rank == 1 && p.verify) {
+        poison(target, n);
+    }
+    sync(b);
+    if (p.rank == 0) {
+        for (int i = 0; i < total; ++i) {
+            if (i == p.warmup) {
+                t0 = now_seconds();
+            }
+            if (p.verify) {
+                fill(sbuf, n, msg_seed(p, i, 0, 0));
+                maybe_corrupt(p, sbuf, i);
+            }
+            b.put(sbuf, n, 0, r);
+            b.flush();
+            b.wait(r);
+        }
+        t = now_seconds() - t0;
+    }
+    sync(b);
+    if (p.rank == 1 && p.verify) {
+        check(target, n, msg_seed(p, total - 1, 0, 0), p, total - 1, 0);
+    }
+    return t;
+}
+
+/// get_lat: get and wait for it, p.iters times. The target holds one pattern
+/// for the whole run.
+template <class B>
+double get_lat(B &b, const run_params &p)
+{
+    const std::size_t n = p.size;
+    char *dst = p.buf->recv[1];
+    const int total = p.warmup + p.iters;
+    request r;
+    double t0 = 0;
+    double t = 0;
+    if (p.rank == 1 && p.verify) {
+        fill(p.buf->recv[0], n, msg_seed(p, 0, 1, 0));
+    }
+    sync(b);
+    if (p.rank == 0) {
+        for (int i = 0; i < total; ++i) {
+            if (i == p.warmup) {
+                t0 = now_seconds();
+            }
+            if (p.verify) {
+                poison(dst, n);
+            }
+            b.get(dst, n, 0, r);
+            b.wait(r);
+            if (p.verify) {
+                maybe_corrupt(p, dst, i);
+                check(dst, n, msg_seed(p, 0, 1, 0), p, i, 0);
+            }
+        }
+        t = now_seconds() - t0;
+    }
+    sync(b);
+    return t;
+}
+
+/// fadd_lat and cswap_lat: a fetching 64-bit atomic on the first word of the
+/// target region, and wait for the old value, p.iters times. fetch-and-add
+/// adds 1; compare-and-swap replaces the value it expects (start + i) with the
+/// next one, so every swap succeeds. Either way the word ends at start + total.
+template <class B>
+double atomic_lat(B &b, const run_params &p)
+{
+    const bool cswap = p.kind == bench_kind::cswap_lat;
+    const int total = p.warmup + p.iters;
+    const std::uint64_t start = atomic_start(p);
+    auto *word = reinterpret_cast<std::uint64_t *>(p.buf->recv[0]);
+    request r;
+    double t0 = 0;
+    double t = 0;
+    if (p.rank == 1) {
+        __atomic_store_n(word, start, __ATOMIC_RELAXED);  // published by the sync
+    }
+    sync(b);
+    if (p.rank == 0) {
+        std::uint64_t add = 1;
+        std::uint64_t compare = start;
+        std::uint64_t swap = start + 1;
+        std::uint64_t old = 0;
+        for (int i = 0; i < total; ++i) {
+            if (i == p.warmup) {
+                t0 = now_seconds();
+            }
+            if (p.corrupt && i == total - 1) {
+                add = 2;  // the target ends one too high
+                swap += 1;
+            }
+            if (cswap) {
+                b.compare_swap(&compare, &swap, &old, 0, r);
+            } else {
+                b.fetch_add(&add, &old, 0, r);
+            }
+            b.wait(r);
+            if (p.verify && old != start + static_cast<std::uint64_t>(i)) {
+                mismatch_u64(p, "old value", i, old, start + static_cast<std::uint64_t>(i));
+            }
+            ++compare;
+            ++swap;
+        }
+        t = now_seconds() - t0;
+    }
+    sync(b);
+    if (p.rank == 1 && p.verify) {
+        const std::uint64_t v = __atomic_load_n(word, __ATOMIC_RELAXED);
+        if (v != start + static_cast<std::uint64_t>(total)) {
+            mismatch_u64(p, "final value at the target", total - 1, v,
+                         start + static_cast<std::uint64_t>(total));
+        }
+    }
+    return t;
+}
+
+/// The value of put_pp's flag (the last byte) in iteration i: never 0 (the
+/// cleared byte) nor 0xa5 (poison), and different from iteration i-1's.
+[[nodiscard]] inline char pp_flag(int i) noexcept
+{
+    return static_cast<char>(1 + i % 127);
+}
+
+/// Drive progress until the byte at `flag` is `want`.
+template <class B>
+[[gnu::always_inline]] inline void wait_flag(B &b, const char *flag, char want)
+{
+    // Acquire: the bytes before the flag were written before it (every
+    // library here writes a put's bytes in order; --verify checks them).
+    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != want) {
+        b.progress();
+    }
+}
+
+/// put_pp: the RMA ping-pong. Rank 0 puts p.size bytes into rank 1's target
+/// region, whose last byte is the iteration's flag; rank 1 polls that byte,
+/// then puts the same size back into rank 0's region, which rank 0 polls.
+/// A put's completion is awaited only before its buffer is written again.
+/// Returns the time of p.iters round trips.
+template <class B>
+double put_pp(B &b, const run_params &p)
+{
+    const std::size_t n = p.size;
+    if (n == 0) {
+        fail("put_pp polls the last byte of the message: sizes must be at least 1");
+    }
+    char *sbuf = p.buf->send;
+    char *rbuf = p.buf->recv[0];
+    char *flag = rbuf + n - 1;
+    const int total = p.warmup + p.iters;
+    const std::uint32_t peer = 1 - p.rank;
+    request s;
+    double t0 = 0;
+    double t = 0;
+    // No flag of an earlier run may be taken for this run's first one.
+    *flag = 0;
+    if (p.verify) {
+        poison(rbuf, n - 1);
+    }
+    sync(b);
+    for (int i = 0; i < total; ++i) {
+        if (p.rank == 0 && i == p.warmup) {
+            t0 = now_seconds();
+        }
+        if (p.rank == 1) {
+            wait_flag(b, flag, pp_flag(i));
+            if (p.verify) {
+                check(rbuf, n - 1, msg_seed(p, i, peer, 0), p, i, 0);
+                poison(rbuf, n - 1);
+            }
+        }
+        b.wait(s);  // the previous put's buffer
+        if (p.verify) {
+            fill(sbuf, n, msg_seed(p, i, p.rank, 0));
+            // --corrupt: a byte before the flag (a damaged flag would only hang the peer).
+            if (p.corrupt && p.rank == 0 && n > 1 && i == total - 1) {
+                sbuf[(n - 1) / 2] ^= 0x01;
+            }
+        }
+        sbuf[n - 1] = pp_flag(i);
+        b.put(sbuf, n, 0, s);
+        if (p.rank == 0) {
+            wait_flag(b, flag, pp_flag(i));
+            if (p.verify) {
+                check(rbuf, n - 1, msg_seed(p, i, peer, 0), p, i, 0);
+                poison(rbuf, n - 1);
+            }
+        }
+    }
+    b.wait(s);
+    if (p.rank == 0) {
+        t = now_seconds() - t0;
+    }
+    sync(b);
+    return t;
+}
+
+/// put_bw, put_rate and get_bw: p.window puts (from the send buffer) or gets
+/// (into recv[1]), message w at offset w * stride on both sides, then flush and
+/// the operations' own completions, p.iters times. Returns the time of p.iters
+/// windows.
+template <class B>
+double rma_window(B &b, const run_params &p)
+{
+    const bool is_get = p.kind == bench_kind::get_bw;
+    const std::size_t n = p.size;
+    const int total = p.warmup + p.iters;
+    const int slots = p.stride != 0 ? p.window : 1;
+    std::vector<request> reqs(static_cast<std::size_t>(p.window));
+    double t0 = 0;
+    double t = 0;
+    if (p.rank == 1 && p.verify) {
+        for (int w = 0; w < slots; ++w) {
+            char *at = p.buf->recv[0] + static_cast<std::size_t>(w) * p.stride;
+            if (is_get) {
+                fill(at, n, msg_seed(p, 0, 1, w));
+            } else {
+                poison(at, n);
+            }
+        }
+    }
+    sync(b);
+    if (p.rank == 0) {
+        for (int i = 0; i < total; ++i) {
+            if (i == p.warmup) {
+                t0 = now_seconds();
+            }
+            if (is_get) {
+                for (int w = 0; w < p.window; ++w) {
+                    const std::size_t off = static_cast<std::size_t>(w) * p.stride;
+                    if (p.verify && w < slots) {
+                        poison(p.buf->recv[1] + off, n);
+                    }
+                    b.get(p.buf->recv[1] + off, n, off, reqs[static_cast<std::size_t>(w)]);
+                }
+            } else {
+                for (int w = 0; w < p.window; ++w) {
+                    const std::size_t off = static_cast<std::size_t>(w) * p.stride;
+                    if (p.verify && w < slots) {
+                        fill(p.buf->send + off, n, msg_seed(p, i, 0, w));
+                        if (w + 1 == slots) {
+                            maybe_corrupt(p, p.buf->send + off, i);
+                        }
+                    }
+                    b.put(p.buf->send + off, n, off, reqs[static_cast<std::size_t>(w)]);
+                }
+            }
+            b.flush();
+            b.wait_all(reqs.data(), reqs.size());
+            if (is_get && p.verify) {
+                maybe_corrupt(p, p.buf->recv[1] + static_cast<std::size_t>(slots - 1) * p.stride,
+                              i);
+                for (int w = 0; w < slots; ++w) {
+                    check(p.buf->recv[1] + static_cast<std::size_t>(w) * p.stride, n,
+                          msg_seed(p, 0, 1, w), p, i, w);
+                }
+            }
+        }
+        t = now_seconds() - t0;
+    }
+    sync(b);
+    if (p.rank == 1 && p.verify && !is_get) {
+        for (int w = 0; w < slots; ++w) {
+            check(p.buf->recv[0] + static_cast<std::size_t>(w) * p.stride, n,
+                  msg_seed(p, total - 1, 0, w), p, total - 1, w);
+        }
+    }
+    return t;
+}
+
 /// Run p.kind once with backend B.
 template <class B>
 double run(B &b, const run_params &p)
@@ -317,6 +641,19 @@ double run(B &b, const run_params &p)
             return window(b, p);
         case bench_kind::bibw:
             return bibw(b, p);
+        case bench_kind::put_lat:
+            return put_lat(b, p);
+        case bench_kind::get_lat:
+            return get_lat(b, p);
+        case bench_kind::fadd_lat:
+        case bench_kind::cswap_lat:
+            return atomic_lat(b, p);
+        case bench_kind::put_pp:
+            return put_pp(b, p);
+        case bench_kind::put_bw:
+        case bench_kind::put_rate:
+        case bench_kind::get_bw:
+            return rma_window(b, p);
     }
     fail("unknown benchmark %d", static_cast<int>(p.kind));
 }

@@ -47,6 +47,22 @@ const char *bench_name(bench_kind k) noexcept
             return "bibw";
         case bench_kind::rate:
             return "rate";
+        case bench_kind::put_lat:
+            return "put_lat";
+        case bench_kind::get_lat:
+            return "get_lat";
+        case bench_kind::fadd_lat:
+            return "fadd_lat";
+        case bench_kind::cswap_lat:
+            return "cswap_lat";
+        case bench_kind::put_pp:
+            return "put_pp";
+        case bench_kind::put_bw:
+            return "put_bw";
+        case bench_kind::get_bw:
+            return "get_bw";
+        case bench_kind::put_rate:
+            return "put_rate";
     }
     return "?";
 }
