@@ -27,6 +27,7 @@ namespace {
 
 constexpr const char *shm_dir = "/dev/shm";
 constexpr const char *name_prefix = "weft-shm-";
+constexpr const char *md_name_prefix = "weft-md-";
 
 /// Largest segment a peer may make us map (sanity bound on the file size).
 constexpr std::uint64_t max_segment_size = 4ULL << 30;
@@ -36,11 +37,12 @@ constexpr std::uint64_t max_segment_size = 4ULL << 30;
     return v != 0 && (v & (v - 1)) == 0;
 }
 
-/// Parse "weft-shm-<pid>-<ep>" exactly; false for anything else.
-[[nodiscard]] bool parse_name(const char *name, std::uint32_t &pid, std::uint32_t &ep) noexcept
+/// Parse "<prefix><pid>-<n>" exactly; false for anything else.
+[[nodiscard]] bool parse_name(const char *name, const char *prefix, std::uint32_t &pid,
+                              std::uint32_t &ep) noexcept
 {
-    const std::size_t plen = std::strlen(name_prefix);
-    if (std::strncmp(name, name_prefix, plen) != 0) {
+    const std::size_t plen = std::strlen(prefix);
+    if (std::strncmp(name, prefix, plen) != 0) {
         return false;
     }
     const char *p = name + plen;
@@ -137,6 +139,8 @@ void unlink_created_at_exit()
     l.names.clear();
 }
 
+}  // namespace
+
 void note_created(const std::string &name)
 {
     static std::once_flag once;
@@ -149,8 +153,6 @@ void note_created(const std::string &name)
     const std::lock_guard g(l.lock);
     l.names.emplace_back(name, getpid());
 }
-
-}  // namespace
 
 void unlink_segment(const std::string &name)
 {
@@ -329,8 +331,12 @@ unsigned cleanup_stale_segments(std::uint32_t own_pid) noexcept
     while (const dirent *e = readdir(d)) {
         std::uint32_t pid = 0;
         std::uint32_t ep = 0;
-        if (!parse_name(e->d_name, pid, ep) || pid == own_pid || pid == 0) {
-            continue;  // own segments are replaced in create_segment
+        // Region tables (md.cpp) are named as segments are, with the domain's
+        // serial for the endpoint number, and go stale the same way.
+        if ((!parse_name(e->d_name, name_prefix, pid, ep) &&
+             !parse_name(e->d_name, md_name_prefix, pid, ep)) ||
+            pid == own_pid || pid == 0) {
+            continue;  // own names are replaced when they are created
         }
         // ESRCH: no such process. EPERM means it exists (another user): keep it.
         // A zombie still exists; its segment goes once it is reaped.
@@ -339,8 +345,7 @@ unsigned cleanup_stale_segments(std::uint32_t own_pid) noexcept
             std::snprintf(name, sizeof(name), "/%s", e->d_name);
             if (shm_unlink(name) == 0) {
                 ++removed;
-                WEFT_LOG(shm, debug, "removed stale segment %s (pid %" PRIu32 " is gone)", name,
-                         pid);
+                WEFT_LOG(shm, debug, "removed stale %s (pid %" PRIu32 " is gone)", name, pid);
             }
         }
     }

@@ -252,9 +252,13 @@ class mapping {
 
 /// The /dev/shm name of an endpoint's segment: "/weft-shm-<pid>-<ep_id>".
 [[nodiscard]] std::string segment_name(std::uint32_t pid, std::uint32_t ep_id);
-/// Unlink a segment this process created (at close). Segments of endpoints a
-/// process never closed are unlinked by an atexit handler on a normal exit.
+/// Unlink a segment (or a memory domain's region table) this process created
+/// (at close). Names a process never unlinked are unlinked by an atexit
+/// handler on a normal exit.
 void unlink_segment(const std::string &name);
+/// Remember a /dev/shm name this process just created, for the atexit handler
+/// (unlink_segment forgets it again).
+void note_created(const std::string &name);
 
 /// The segment cookie in an address's shm blob; false when it has none (or a malformed one).
 [[nodiscard]] bool address_cookie(const address &a, cookie_t &cookie) noexcept;
@@ -285,8 +289,8 @@ struct segment_params {
                                      const endpoint_id &peer, cookie_t cookie,
                                      segment_geometry &geo);
 
-/// Unlink /dev/shm/weft-shm-<pid>-<ep> segments whose pid no longer exists.
-/// Returns the number removed.
+/// Unlink /dev/shm/weft-shm-<pid>-<ep> segments and /dev/shm/weft-md-<pid>-<serial>
+/// region tables whose pid no longer exists. Returns the number removed.
 unsigned cleanup_stale_segments(std::uint32_t own_pid) noexcept;
 
 }  // namespace weft::transport::shm
