@@ -5,6 +5,10 @@
 // sender slot there (its src_id on the receive side) and writes cells directly
 // into the peer's FIFO. The data path (send_short, send_bcopy, progress) is three
 // static functions in the ops table; everything else here is control path.
+//
+// One-sided put and get (zcopy) copy once, with cross-memory attach
+// (process_vm_writev/readv), after checking the key against the region table
+// the target publishes (md.hpp); completion is synchronous.
 
 #include "transport/shm/shm.hpp"
 
@@ -31,6 +35,7 @@
 #include "base/copy.hpp"
 #include "base/log.hpp"
 #include "transport/shm/fifo_inl.hpp"
+#include "transport/shm/md.hpp"
 #include "transport/shm/segment.hpp"
 
 namespace weft::transport::shm {
@@ -50,6 +55,12 @@ constexpr std::size_t max_hdr = 128;
 /// must not flood the log).
 constexpr std::uint64_t drop_warn_first = 16;
 constexpr std::uint64_t drop_warn_every = 1024;
+/// Peers' region tables mapped at once by one instance: a process rarely has
+/// more than a few domains, and each table is up to 512 KiB of address space.
+/// The least recently used one is unmapped for a new one.
+constexpr std::size_t max_peer_tables = 32;
+/// Local iovec entries handed to one process_vm_readv/writev call.
+constexpr std::size_t cma_iov_batch = 16;
 
 // --------------------------------------------------------------- config table
 
@@ -166,6 +177,12 @@ std::atomic<bool> pidfd_unsupported{false};
     return v != 0 && (v & (v - 1)) == 0;
 }
 
+/// The direction of a cross-memory-attach copy.
+enum class cma_dir : std::uint8_t {
+    read,   ///< from the peer into our iovec (get)
+    write,  ///< from our iovec into the peer (put)
+};
+
 void default_am(void *, src_id, am_word, const void *, std::size_t) {}
 void default_peer_failed(void *, conn_id, src_id, status) {}
 
@@ -194,6 +211,19 @@ struct proc {
     int pidfd;  ///< -1: our own process, or pidfd_open unavailable (kill(pid, 0) then)
     bool self;  ///< our own process: never dies while we run
     bool dead;
+};
+
+/// A peer's region table (md.hpp), mapped read-only for the checks of its keys.
+struct peer_table {
+    mapping map;
+    const md_slot *slots;  ///< in map
+    std::uint32_t nslots;  ///< validated against the mapped size
+    std::uint32_t pid;
+    std::uint32_t serial;
+    /// procs_ index of the owner: a later process with the same pid is another
+    /// record, so it never finds the table of its predecessor.
+    std::uint32_t proc;
+    std::uint64_t used;  ///< table_clock_ at the last use
 };
 
 enum class rx_state : std::uint8_t {
@@ -227,6 +257,11 @@ class shm_iface final : public iface {
     [[nodiscard]] status expose(conn_id conn, const void *buf, std::size_t len,
                                 exposure &out) override;
     void unexpose(const exposure &e) noexcept override;
+    [[nodiscard]] status unpack_rkey(const std::uint8_t *data, std::size_t len,
+                                     rkey &out) const override
+    {
+        return unpack_md_key(data, len, out);
+    }
 
     [[nodiscard]] const struct stats &counters() const noexcept { return stats_; }
 
@@ -239,6 +274,26 @@ class shm_iface final : public iface {
     static unsigned progress(iface *tl);
     static status get(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
                       std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
+    static status put(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                      std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
+
+    /// Put or get with a region key: check it against the peer's table, then copy.
+    [[nodiscard]] status region_op(cma_dir dir, conn_id conn, const struct iovec *iov,
+                                   std::size_t iovcnt, std::size_t len, std::uint64_t raddr,
+                                   const rkey &key);
+    /// ok, or access when the key does not allow [raddr, raddr + len) with `acc`.
+    [[nodiscard]] status region_access(conn_id conn, const rkey &key, std::uint64_t raddr,
+                                       std::size_t len, unsigned acc);
+    [[nodiscard]] const peer_table *find_table(std::uint32_t pid, std::uint32_t serial,
+                                               std::uint32_t proc);
+    [[gnu::cold, gnu::noinline]] const peer_table *map_table(std::uint32_t pid,
+                                                             std::uint32_t serial,
+                                                             std::uint32_t proc);
+    /// The single copy: `len` bytes between `iov` and [raddr, raddr + len) of `pid`.
+    [[nodiscard]] status cma_copy(cma_dir dir, std::uint32_t pid, const struct iovec *iov,
+                                  std::size_t iovcnt, std::size_t len, std::uint64_t raddr);
+    /// not_supported for a put or get with a key while CMA is unusable (said once).
+    [[gnu::cold, gnu::noinline]] status rma_declined();
 
     [[gnu::always_inline]] inline unsigned drain(cell *c);
     [[gnu::always_inline]] inline void deliver(cell *c, std::uint32_t pos);
@@ -305,6 +360,9 @@ class shm_iface final : public iface {
     std::uint32_t unreported_ = 0;
     std::uint64_t check_interval_us_;
     std::uint64_t last_check_us_ = 0;
+    std::vector<peer_table> tables_;  ///< peers' region tables, at most max_peer_tables
+    std::uint64_t table_clock_ = 0;
+    bool rma_declined_logged_ = false;
     bool cma_ = true;                ///< cross-memory attach allowed (config, then the first EPERM)
     std::size_t cma_min_ = 0;        ///< smallest message always read with CMA
     std::uint64_t cma_idle_us_ = 0;  ///< below cma_min_: CMA if the sender idled this long
@@ -338,15 +396,29 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
     attr_.max_hdr = max_hdr;
     // A cell through the L2/L3 and a copy at each side; the pipelined copy of a
     // rendezvous moves some 5 GB/s on the development machine (docs/shm.md).
+    // The model is the messages' (proto/ chooses a transport per peer by it);
+    // a put or get with a key is one CMA copy: a system call, then memory speed.
     attr_.cost = {.overhead_ns = 40, .latency_ns = 150, .bandwidth_mbps = 5000};
     ops_.send_short = &send_short;
     ops_.send_bcopy = &send_bcopy;
     ops_.progress = &progress;
     if (cfg.cma != base::config_ternary::no) {
-        // Cross-memory attach reads a buffer the peer exposed (rendezvous).
-        attr_.caps |= cap::get;
+        // Cross-memory attach reads a buffer the peer exposed (rendezvous), and
+        // writes or reads a peer's registered memory (one-sided put and get,
+        // with a key). No atomics: an atomic must run on the target's CPU, with
+        // the instructions proto/'s other atomics on that memory use, so they
+        // stay on proto/'s active messages. One system call moves any size:
+        // the limits are those of the address space.
+        attr_.caps |= cap::get | cap::put;
         attr_.max_get = SIZE_MAX;
+        attr_.max_put = SIZE_MAX;
         ops_.get = &get;
+        ops_.put = &put;
+    } else {
+        WEFT_LOG(shm, debug,
+                 "%s: WEFT_SHM_CMA=n: rendezvous copy through the queue, one-sided put and get "
+                 "by active messages",
+                 name_.c_str());
     }
     cma_ = cfg.cma != base::config_ternary::no;
     cma_min_ = cfg.cma_min;
@@ -365,9 +437,9 @@ shm_iface::~shm_iface()
     WEFT_LOG(shm, info,
              "%s closed: %" PRIu64 " sends found a FIFO full, %" PRIu64
              " rendezvous read with CMA below CMA_MIN (idle sender), %" PRIu64
-             " cells dropped, %" PRIu64 " peer checks",
+             " cells dropped, %" PRIu64 " peer checks, %" PRIu64 " put/get keys refused",
              name_.c_str(), stats_.tx_full, stats_.idle_sender_reads, stats_.dropped_cells,
-             stats_.peer_checks);
+             stats_.peer_checks, stats_.keys_refused);
     // Tell every receiver we send to that our slot is closed: it frees the slot
     // once it has consumed our last cells. Release: our last publishes happen
     // before the state change is seen.
@@ -383,7 +455,8 @@ shm_iface::~shm_iface()
             close(p.pidfd);
         }
     }
-    conns_.clear();  // unmaps peers' segments
+    tables_.clear();  // unmaps peers' region tables
+    conns_.clear();   // unmaps peers' segments
     seg_.reset();
     unlink_segment(name_);
 }
@@ -1013,8 +1086,14 @@ status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::siz
                       std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie)
 {
     (void)cookie;  // cross-memory attach is done on return
-    (void)key;     // the peer's pid and the address name the memory
     auto *s = static_cast<shm_iface *>(tl);
+    if (kind_of(key) == rkey_kind::region) {
+        return s->region_op(cma_dir::read, conn, iov, iovcnt, len, raddr, key);
+    }
+    if (kind_of(key) != rkey_kind::exposure) {
+        return status::access;  // not a key this transport made
+    }
+    // A rendezvous exposure: the peer's pid and the address name the memory.
     if (!s->cma_) {
         return status::not_supported;
     }
@@ -1025,7 +1104,6 @@ status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::siz
     if (s->tx_[conn].dead) {
         return status::unreachable;
     }
-    const std::uint32_t peer_pid = s->conns_[conn].peer.pid();
     const bool idle_read = len < s->cma_min_;
     if (idle_read) {
         // Pipelined copy while the sender runs; one CMA copy when it does not.
@@ -1033,18 +1111,133 @@ status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::siz
             return status::not_supported;
         }
     }
-    // One system call copies straight from the sender's buffer into ours: the
-    // single copy. The kernel reads only the peer's own memory, so a bad address
-    // from it costs it an error, nothing else. Partial reads continue.
+    const status st =
+        s->cma_copy(cma_dir::read, s->conns_[conn].peer.pid(), iov, iovcnt, len, raddr);
+    if (st == status::ok && idle_read) {
+        ++s->stats_.idle_sender_reads;  // counted once the read succeeded
+    }
+    return st;
+}
+
+status shm_iface::put(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                      std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie)
+{
+    (void)cookie;  // cross-memory attach is done on return
+    return static_cast<shm_iface *>(tl)->region_op(cma_dir::write, conn, iov, iovcnt, len, raddr,
+                                                   key);
+}
+
+status shm_iface::region_op(cma_dir dir, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                            std::size_t len, std::uint64_t raddr, const rkey &key)
+{
+    if (!cma_) {
+        return rma_declined();
+    }
+    if (conn >= ntx_) {
+        WEFT_LOG(shm, error, "%s: %s on unknown connection %u", name_.c_str(),
+                 dir == cma_dir::read ? "get" : "put", conn);
+        return status::invalid;
+    }
+    if (tx_[conn].dead) {
+        return status::unreachable;
+    }
+    if (kind_of(key) != rkey_kind::region) {
+        return status::access;  // an exposure is for get, and no key at all is for nothing
+    }
+    std::size_t room = 0;
+    for (std::size_t i = 0; i < iovcnt; ++i) {
+        room += iov[i].iov_len;
+    }
+    if (room < len) {
+        WEFT_LOG(shm, error, "%s: %s of %zu bytes with an iovec of %zu", name_.c_str(),
+                 dir == cma_dir::read ? "get" : "put", len, room);
+        return status::invalid;
+    }
+    const status allowed = region_access(
+        conn, key, raddr, len, dir == cma_dir::read ? access::remote_read : access::remote_write);
+    if (allowed != status::ok) {
+        ++stats_.keys_refused;
+        return allowed;  // the target's memory is untouched
+    }
+    const status st = cma_copy(dir, conns_[conn].peer.pid(), iov, iovcnt, len, raddr);
+    return st == status::not_supported ? rma_declined() : st;
+}
+
+status shm_iface::region_access(conn_id conn, const rkey &key, std::uint64_t raddr, std::size_t len,
+                                unsigned acc)
+{
+    const md_key k = md_key_of(key);
+    const conn_info &ci = conns_[conn];
+    if (k.pid != ci.peer.pid()) {
+        return status::access;  // a key of another process than this connection's peer
+    }
+    const peer_table *t = find_table(k.pid, k.serial, ci.proc);
+    if (t == nullptr) {
+        return status::access;  // no such table (its domain is gone) or a malformed one
+    }
+    return check_region(t->slots, t->nslots, k, raddr, len, acc);
+}
+
+const peer_table *shm_iface::find_table(std::uint32_t pid, std::uint32_t serial, std::uint32_t proc)
+{
+    ++table_clock_;
+    for (peer_table &t : tables_) {
+        if (t.pid == pid && t.serial == serial && t.proc == proc) {
+            t.used = table_clock_;
+            return &t;
+        }
+    }
+    return map_table(pid, serial, proc);
+}
+
+const peer_table *shm_iface::map_table(std::uint32_t pid, std::uint32_t serial, std::uint32_t proc)
+{
+    mapping m;
+    std::uint32_t nslots = 0;
+    if (map_md_table(pid, serial, m, nslots) != status::ok) {
+        return nullptr;  // not cached: the next key looks again
+    }
+    // Tables of processes that died go first, then the least recently used.
+    std::erase_if(tables_, [&](const peer_table &t) { return procs_[t.proc].dead; });
+    if (tables_.size() >= max_peer_tables) {
+        tables_.erase(std::min_element(
+            tables_.begin(), tables_.end(),
+            [](const peer_table &a, const peer_table &b) { return a.used < b.used; }));
+    }
+    const auto *slots = reinterpret_cast<const md_slot *>(
+        static_cast<const std::uint8_t *>(m.base()) + md_slots_offset);
+    tables_.push_back(peer_table{std::move(m), slots, nslots, pid, serial, proc, table_clock_});
+    ++stats_.tables_mapped;
+    return &tables_.back();
+}
+
+status shm_iface::rma_declined()
+{
+    if (!rma_declined_logged_) {
+        rma_declined_logged_ = true;
+        WEFT_LOG(shm, debug,
+                 "%s: cross-memory attach is not usable: one-sided put and get to peers on this "
+                 "node use active messages",
+                 name_.c_str());
+    }
+    return status::not_supported;
+}
+
+status shm_iface::cma_copy(cma_dir dir, std::uint32_t pid, const struct iovec *iov,
+                           std::size_t iovcnt, std::size_t len, std::uint64_t raddr)
+{
+    // One system call copies straight between the peer's memory and ours: the
+    // single copy. The kernel touches only the peer's own memory, so a bad
+    // address costs an error, nothing else. Partial transfers continue.
     const iovec *local = iov;
     std::size_t nlocal = iovcnt;
-    std::size_t skip = 0;  // bytes of local[0] already filled
+    std::size_t skip = 0;  // bytes of local[0] already done
     std::uint64_t remote = raddr;
     while (len > 0) {
-        iovec lv[16];
+        iovec lv[cma_iov_batch];
         std::size_t n = 0;
         std::size_t want = 0;
-        for (std::size_t i = 0; i < nlocal && n < 16 && want < len; ++i) {
+        for (std::size_t i = 0; i < nlocal && n < cma_iov_batch && want < len; ++i) {
             const std::size_t off = i == 0 ? skip : 0;
             const std::size_t take = std::min(local[i].iov_len - off, len - want);
             if (take == 0) {
@@ -1057,28 +1250,31 @@ status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::siz
             break;  // the local buffers are full (truncation): the caller reports it
         }
         const iovec rv{reinterpret_cast<void *>(remote), want};
-        const ssize_t got = process_vm_readv(static_cast<pid_t>(peer_pid), lv, n, &rv, 1, 0);
-        if (got <= 0) {
-            const int err = got < 0 ? errno : EFAULT;
+        const ssize_t done_now = dir == cma_dir::read
+                                     ? process_vm_readv(static_cast<pid_t>(pid), lv, n, &rv, 1, 0)
+                                     : process_vm_writev(static_cast<pid_t>(pid), lv, n, &rv, 1, 0);
+        if (done_now <= 0) {
+            const int err = done_now < 0 ? errno : EFAULT;
             if (err == EPERM || err == ENOSYS) {
                 // Not allowed here (ptrace scope, another user, seccomp): fall back for
                 // good, and say so once per process.
-                s->cma_ = false;
+                cma_ = false;
                 static std::atomic<bool> logged{false};
                 if (!logged.exchange(true)) {
                     WEFT_LOG(shm, warn,
                              "cross-memory attach is not permitted (%s): large messages use a "
-                             "pipelined copy through shared memory (set WEFT_SHM_CMA=n to "
-                             "choose that and silence this)",
+                             "pipelined copy through shared memory, one-sided put and get use "
+                             "active messages (set WEFT_SHM_CMA=n to choose that and silence this)",
                              std::strerror(err));
                 }
                 return status::not_supported;
             }
-            WEFT_LOG(shm, debug, "process_vm_readv from pid %u failed: %s", peer_pid,
-                     std::strerror(err));
+            WEFT_LOG(shm, debug, "process_vm_%s %s pid %u failed: %s",
+                     dir == cma_dir::read ? "readv" : "writev",
+                     dir == cma_dir::read ? "from" : "to", pid, std::strerror(err));
             return err == ESRCH ? status::unreachable : status::io_error;
         }
-        auto done = static_cast<std::size_t>(got);
+        auto done = static_cast<std::size_t>(done_now);
         len -= done;
         remote += done;
         while (done > 0 && nlocal > 0) {
@@ -1093,9 +1289,6 @@ status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::siz
                 --nlocal;
             }
         }
-    }
-    if (idle_read) {
-        ++s->stats_.idle_sender_reads;  // counted once the read succeeded
     }
     return status::ok;
 }
@@ -1183,6 +1376,15 @@ base::result<std::unique_ptr<iface>> open(const open_params &p, const config &cf
         std::make_unique<shm_iface>(p, cfg, std::move(seg), geo, sp.cookie));
 }
 
+std::unique_ptr<memory_domain> open_md(const config &cfg)
+{
+    // WEFT_SHM_CMA=n: no cross-memory attach in either direction, so no keys
+    // either (a peer could not use them on our memory without it).
+    return make_md(
+        {.nslots = md_table_slots,
+         .keys = cfg.cma == base::config_ternary::no ? md_keys::none : md_keys::publish});
+}
+
 const stats *get_stats(const iface &tl) noexcept
 {
     const auto *s = dynamic_cast<const shm_iface *>(&tl);
@@ -1192,30 +1394,6 @@ const stats *get_stats(const iface &tl) noexcept
 // --------------------------------------------------------------- the component
 
 namespace {
-
-/// No registration: peers on the node reach registered memory through proto/'s
-/// active messages (they could also read it with cross-memory attach, but a
-/// key here could not be checked against the owner's deregistration).
-class shm_md final : public memory_domain {
-  public:
-    [[nodiscard]] std::size_t rkey_size() const noexcept override { return 0; }
-    [[nodiscard]] status reg(void *buf, std::size_t len, unsigned acc,
-                             std::uint64_t &handle) override
-    {
-        (void)buf;
-        (void)len;
-        (void)acc;
-        handle = 0;
-        return status::ok;
-    }
-    void dereg(std::uint64_t handle) noexcept override { (void)handle; }
-    [[nodiscard]] status pack_rkey(std::uint64_t handle, std::uint8_t *out) const override
-    {
-        (void)handle;
-        (void)out;
-        return status::ok;
-    }
-};
 
 std::vector<resource> query(const base::config_store &cfg, std::string &why)
 {
@@ -1229,12 +1407,13 @@ std::vector<resource> query(const base::config_store &cfg, std::string &why)
     return {{host, "processes on this node, through /dev/shm"}};
 }
 
-base::result<std::unique_ptr<memory_domain>> open_md(const base::config_store &cfg,
-                                                     const resource &res)
+base::result<std::unique_ptr<memory_domain>> open_md_component(const base::config_store &cfg,
+                                                               const resource &res)
 {
-    (void)cfg;
     (void)res;
-    return std::unique_ptr<memory_domain>(std::make_unique<shm_md>());
+    config c{};
+    cfg.load(shm_config_table, &c);
+    return shm::open_md(c);
 }
 
 base::result<std::unique_ptr<iface>> open_component(const open_params &p, const resource &res,
@@ -1257,7 +1436,7 @@ const component transport{
     .config = &shm_config_table,
     .log = &log_shm,
     .query = &query,
-    .open_md = &open_md,
+    .open_md = &open_md_component,
     .open = &open_component,
 };
 

@@ -25,7 +25,8 @@ struct config {
     std::uint64_t max_senders;          ///< MAX_SENDERS: sender slots in the receive segment
     std::uint64_t rx_batch;             ///< RX_BATCH: most messages handled per progress call
     bool cleanup_stale;        ///< CLEANUP_STALE: unlink segments of dead processes on open
-    base::config_ternary cma;  ///< CMA: read peers' buffers with process_vm_readv (rendezvous)
+    base::config_ternary cma;  ///< CMA: cross-memory attach (rendezvous reads, put and get with
+                               ///< keys); no: neither, and the memory domain gives no keys
     std::size_t cma_min;       ///< CMA_MIN: smallest message always read with CMA
     std::uint64_t cma_idle;    ///< CMA_IDLE: us a sender must not have progressed for CMA below
                                ///< CMA_MIN (0: never)
@@ -42,6 +43,10 @@ extern const component transport;
 /// processes when cfg.cleanup_stale is set. The data-path table is ready on return.
 [[nodiscard]] base::result<std::unique_ptr<iface>> open(const open_params &p, const config &cfg);
 
+/// The memory domain of `cfg` (md.hpp): keys in a region table, or none with
+/// WEFT_SHM_CMA=n. What the component's open_md returns.
+[[nodiscard]] std::unique_ptr<memory_domain> open_md(const config &cfg);
+
 /// Counters of rare events (tests, diagnostics). Never counted per message.
 struct stats {
     std::uint64_t dropped_cells;      ///< malformed cells dropped (bad length, slot or kind)
@@ -50,6 +55,8 @@ struct stats {
     std::uint64_t tx_full;            ///< sends that found the peer's FIFO full
     std::uint64_t slots_released;     ///< sender slots of dead/closed senders freed again
     std::uint64_t idle_sender_reads;  ///< claims below CMA_MIN read with CMA: the sender was idle
+    std::uint64_t keys_refused;       ///< puts and gets refused by the target's region table
+    std::uint64_t tables_mapped;      ///< peers' region tables mapped (cached, at most 32 at once)
 };
 
 /// The counters of an shm transport instance; nullptr if `tl` is not one.

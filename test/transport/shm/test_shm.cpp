@@ -3,22 +3,30 @@
 // active-message word, rendezvous reads (get, cross-memory attach), FIFO full,
 // many senders in forked processes, corrupted cells, dead peers, dead
 // reservations, stale segment cleanup, close, addresses, configuration and
-// header checks.
+// header checks; one-sided put and get with keys from the memory domain's
+// region table (sizes, another process, closed, reused and forged keys, CMA
+// refused, the table's life and checks).
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <memory>
 #include <signal.h>
 #include <string>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -29,6 +37,7 @@
 #include "transport/address.hpp"
 #include "transport/iface.hpp"
 #include "transport/shm/fifo_inl.hpp"
+#include "transport/shm/md.hpp"
 #include "transport/shm/segment.hpp"
 #include "transport/shm/shm.hpp"
 
@@ -259,13 +268,16 @@ TEST(shm, attributes_and_address)
     ASSERT_NE(a, nullptr);
     const weft::transport::attributes &at = a->tl->attr();
     // Active messages always; get (cross-memory attach) unless the config rules it out.
+    // Put too (with a key), never atomics: those run on the target's CPU,
+    // through proto/'s active messages.
     const bool cma = cfg.cma != weft::base::config_ternary::no;
-    EXPECT_EQ(at.caps, cap::am | (cma ? cap::get : 0));
+    EXPECT_EQ(at.caps, cap::am | (cma ? cap::get | cap::put : 0));
     EXPECT_EQ(a->tl->ops().get != nullptr, cma);
-    EXPECT_EQ(a->tl->ops().put, nullptr);
+    EXPECT_EQ(a->tl->ops().put != nullptr, cma);
     EXPECT_EQ(a->tl->ops().atomic, nullptr);
+    EXPECT_EQ(at.atomic32 | at.atomic32f | at.atomic64 | at.atomic64f, 0U);
     EXPECT_EQ(at.max_get, cma ? SIZE_MAX : 0);
-    EXPECT_EQ(at.max_put, 0U);
+    EXPECT_EQ(at.max_put, cma ? SIZE_MAX : 0);
     EXPECT_EQ(at.shared_rx, 0U);
     EXPECT_GT(at.cost.latency_ns, 0.0);
     EXPECT_GT(at.cost.bandwidth_mbps, 0.0);
@@ -1718,4 +1730,780 @@ TEST(shm, cma_refused_falls_back_and_is_logged_once)
     EXPECT_TRUE(WIFEXITED(st_r) && WEXITSTATUS(st_r) == 0)
         << "receiver exit " << (WIFEXITED(st_r) ? WEXITSTATUS(st_r) : -st_r)
         << " (14: CMA was not refused, 15: not logged exactly once, 16: no connection back)";
+}
+
+// ------------------------------------------------------------------ put and get with keys
+//
+// The memory domain publishes each registration in its region table
+// (/dev/shm/weft-md-<pid>-<serial>); a key names the slot and its generation,
+// and the initiator checks it against the table before it writes or reads
+// with cross-memory attach. docs/shm.md, "One-sided put and get".
+
+namespace {
+
+namespace tl = weft::transport;
+
+constexpr unsigned remote_rw = tl::access::remote_read | tl::access::remote_write;
+
+/// A registration at a memory domain and its key as an initiator unpacked it.
+struct keyed {
+    std::uint64_t handle = 0;
+    std::array<std::uint8_t, shm::md_key_size> packed{};
+    tl::rkey key{};
+};
+
+shm::md_key fields_of(const keyed &k)
+{
+    shm::md_key f{};
+    std::memcpy(&f, k.packed.data(), sizeof(f));
+    return f;
+}
+
+/// Register [buf, buf + len) with `acc` at `md`; pack the key and unpack it at `at`.
+status reg_key(tl::memory_domain &md, iface &at, void *buf, std::size_t len, unsigned acc,
+               keyed &out)
+{
+    if (const status st = md.reg(buf, len, acc, out.handle); st != status::ok) {
+        return st;
+    }
+    if (const status st = md.pack_rkey(out.handle, out.packed.data()); st != status::ok) {
+        return st;
+    }
+    return at.unpack_rkey(out.packed.data(), out.packed.size(), out.key);
+}
+
+/// A key packed from hand-made fields, as a forger would, unpacked by `at`.
+status forge(iface &at, const shm::md_key &f, tl::rkey &out)
+{
+    std::uint8_t b[sizeof(f)];
+    std::memcpy(b, &f, sizeof(f));
+    return at.unpack_rkey(b, sizeof(b), out);
+}
+
+status put_key(endpoint &e, conn_id c, const void *src, std::size_t len, std::uint64_t raddr,
+               const tl::rkey &k)
+{
+    const struct iovec iov {
+        const_cast<void *>(src), len
+    };
+    return e.tl->ops().put(e.tl.get(), c, &iov, 1, len, raddr, k, 0);
+}
+
+status get_key(endpoint &e, conn_id c, void *dst, std::size_t len, std::uint64_t raddr,
+               const tl::rkey &k)
+{
+    const struct iovec iov {
+        dst, len
+    };
+    return e.tl->ops().get(e.tl.get(), c, &iov, 1, len, raddr, k, 0);
+}
+
+/// Initiator a, target b (both in this process), a's connection to b, and the
+/// domain the target registers with.
+struct rma_pair {
+    shm::config cfg = test_config();
+    std::unique_ptr<endpoint> a;
+    std::unique_ptr<endpoint> b;
+    std::unique_ptr<tl::memory_domain> md;
+    conn_id ab = invalid_id;
+
+    /// false: cross-memory attach is configured off (the caller skips).
+    bool open()
+    {
+        if (cfg.cma == weft::base::config_ternary::no) {
+            return false;
+        }
+        a = open_ep(1, cfg);
+        b = open_ep(2, cfg);
+        md = shm::open_md(cfg);
+        EXPECT_TRUE(a && b && md);
+        if (a && b) {
+            EXPECT_EQ(a->tl->connect(b->addr, ab), status::ok);
+        }
+        return true;
+    }
+};
+
+#define OPEN_RMA_PAIR(p)                                                  \
+    rma_pair p;                                                           \
+    if (!(p).open()) {                                                    \
+        GTEST_SKIP() << "WEFT_SHM_CMA=n: no keys, no native put and get"; \
+    }                                                                     \
+    ASSERT_TRUE((p).a && (p).b && (p).md && (p).ab != invalid_id)
+
+/// Payload bytes that are never 0x11 (the untouched fill) nor 0.
+std::uint8_t payload(std::size_t i, std::uint64_t seed)
+{
+    return static_cast<std::uint8_t>(0x80 | pattern(seed, 1, i));
+}
+
+}  // namespace
+
+TEST(shm, put_and_get_with_a_key_are_byte_exact)
+{
+    OPEN_RMA_PAIR(p);
+    EXPECT_EQ(p.md->rkey_size(), shm::md_key_size);
+    constexpr std::size_t mib = std::size_t{1} << 20;
+    std::vector<std::uint8_t> mem(mib + 8192, 0x11);
+    keyed k;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, k), status::ok);
+    const std::uint64_t base = buffer_address(mem.data());
+    for (const std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{64},
+                                  std::size_t{4095}, std::size_t{8256}, std::size_t{65537}, mib}) {
+        const std::size_t off = len == mib ? 4093 : (len * 13) % 4096 + 1;  // unaligned
+        std::fill(mem.begin(), mem.end(), 0x11);
+        std::vector<std::uint8_t> src(len);
+        for (std::size_t i = 0; i < len; ++i) {
+            src[i] = payload(i, len);
+        }
+        // The source in three pieces, the middle one empty with no base.
+        const std::size_t cut = len / 3;
+        const struct iovec iov[3] = {
+            {src.data(), cut}, {nullptr, 0}, {src.data() + cut, len - cut}};
+        ASSERT_EQ(p.a->tl->ops().put(p.a->tl.get(), p.ab, iov, 3, len, base + off, k.key, 1),
+                  status::ok)
+            << "put of " << len;
+        // Done on return: in place, and nothing around it written.
+        EXPECT_EQ(std::memcmp(mem.data() + off, src.data(), len), 0) << "put of " << len;
+        EXPECT_EQ(std::count(mem.begin(), mem.end(), 0x11), static_cast<long>(mem.size() - len))
+            << "put of " << len << " wrote outside its range";
+        // Back, scattered over two pieces with one byte to spare.
+        std::vector<std::uint8_t> back(len + 1, 0xee);
+        const struct iovec biov[2] = {{back.data(), len - cut}, {back.data() + len - cut, cut + 1}};
+        ASSERT_EQ(p.a->tl->ops().get(p.a->tl.get(), p.ab, biov, 2, len, base + off, k.key, 2),
+                  status::ok)
+            << "get of " << len;
+        EXPECT_EQ(std::memcmp(back.data(), src.data(), len), 0) << "get of " << len;
+        EXPECT_EQ(back[len], 0xee) << "get of " << len << " wrote past its length";
+    }
+    // The whole region at once, each way.
+    std::vector<std::uint8_t> all(mem.size());
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        all[i] = payload(i, 99);
+    }
+    ASSERT_EQ(put_key(*p.a, p.ab, all.data(), all.size(), base, k.key), status::ok);
+    EXPECT_EQ(mem, all);
+    std::vector<std::uint8_t> back(mem.size(), 0);
+    ASSERT_EQ(get_key(*p.a, p.ab, back.data(), back.size(), base, k.key), status::ok);
+    EXPECT_EQ(back, all);
+    const shm::stats *st = shm::get_stats(*p.a->tl);
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(st->keys_refused, 0U);
+    EXPECT_EQ(st->tables_mapped, 1U) << "the target's table is mapped once";
+    p.md->dereg(k.handle);
+}
+
+TEST(shm, a_deregistered_key_is_refused_and_the_memory_untouched)
+{
+    OPEN_RMA_PAIR(p);
+    std::vector<std::uint8_t> mem(8192, 0x11);
+    keyed k;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, k), status::ok);
+    const std::uint64_t base = buffer_address(mem.data());
+    std::vector<std::uint8_t> src(4096, 0x77);
+    ASSERT_EQ(put_key(*p.a, p.ab, src.data(), 16, base, k.key), status::ok) << "live: works";
+    std::fill(mem.begin(), mem.end(), 0x11);
+    p.md->dereg(k.handle);
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), src.size(), base + 8, k.key), status::access);
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 0, base, k.key), status::access)
+        << "even with no bytes";
+    std::vector<std::uint8_t> dst(64, 0xee);
+    EXPECT_EQ(get_key(*p.a, p.ab, dst.data(), dst.size(), base, k.key), status::access);
+    EXPECT_EQ(std::count(mem.begin(), mem.end(), 0x11), 8192);
+    EXPECT_EQ(std::count(dst.begin(), dst.end(), 0xee), 64);
+    EXPECT_EQ(shm::get_stats(*p.a->tl)->keys_refused, 3U);
+    // Deregistering again (or a handle never given) changes nothing.
+    p.md->dereg(k.handle);
+    p.md->dereg(~std::uint64_t{0});
+}
+
+TEST(shm, a_reused_slot_refuses_the_old_generation)
+{
+    OPEN_RMA_PAIR(p);
+    std::vector<std::uint8_t> mem(4096, 0x11);
+    const std::uint64_t base = buffer_address(mem.data());
+    keyed old_key;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, old_key), status::ok);
+    p.md->dereg(old_key.handle);
+    keyed new_key;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, new_key), status::ok);
+    const shm::md_key f1 = fields_of(old_key);
+    const shm::md_key f2 = fields_of(new_key);
+    EXPECT_EQ(f1.pid, static_cast<std::uint32_t>(getpid()));
+    EXPECT_EQ(f2.pid, f1.pid);
+    EXPECT_EQ(f2.serial, f1.serial);
+    ASSERT_EQ(f2.slot, f1.slot) << "the freed slot is taken again";
+    EXPECT_EQ(f2.generation, f1.generation + 1);
+
+    const std::uint8_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    EXPECT_EQ(put_key(*p.a, p.ab, v, sizeof(v), base, old_key.key), status::access);
+    EXPECT_EQ(std::count(mem.begin(), mem.end(), 0x11), 4096);
+    std::uint8_t got[8] = {};
+    EXPECT_EQ(get_key(*p.a, p.ab, got, sizeof(got), base, old_key.key), status::access);
+    ASSERT_EQ(put_key(*p.a, p.ab, v, sizeof(v), base, new_key.key), status::ok);
+    EXPECT_EQ(std::memcmp(mem.data(), v, sizeof(v)), 0);
+    ASSERT_EQ(get_key(*p.a, p.ab, got, sizeof(got), base, new_key.key), status::ok);
+    EXPECT_EQ(std::memcmp(got, v, sizeof(v)), 0);
+    // The old handle no longer deregisters anything: the new registration stays.
+    p.md->dereg(old_key.handle);
+    EXPECT_EQ(put_key(*p.a, p.ab, v, sizeof(v), base, new_key.key), status::ok);
+    p.md->dereg(new_key.handle);
+    EXPECT_EQ(put_key(*p.a, p.ab, v, sizeof(v), base, new_key.key), status::access);
+}
+
+TEST(shm, forged_and_malformed_keys_are_refused)
+{
+    OPEN_RMA_PAIR(p);
+    std::vector<std::uint8_t> mem(8192, 0x11);
+    keyed k;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, k), status::ok);
+    const shm::md_key f = fields_of(k);
+    const std::uint64_t base = buffer_address(mem.data());
+    std::vector<std::uint8_t> src(64, 0x77);
+    std::vector<std::uint8_t> dst(64, 0xee);
+    const auto refused = [&](const shm::md_key &g, std::uint64_t raddr, std::size_t len,
+                             const char *what) {
+        tl::rkey r{};
+        ASSERT_EQ(forge(*p.a->tl, g, r), status::ok) << what;
+        EXPECT_EQ(put_key(*p.a, p.ab, src.data(), len, raddr, r), status::access) << what;
+        EXPECT_EQ(get_key(*p.a, p.ab, dst.data(), len, raddr, r), status::access) << what;
+    };
+    const auto with = [&](auto change) {
+        shm::md_key g = f;
+        change(g);
+        return g;
+    };
+    refused(with([](auto &g) { ++g.slot; }), base, 16, "a slot never registered");
+    refused(with([](auto &g) { g.slot = shm::md_table_slots - 1; }), base, 16, "last slot");
+    refused(with([](auto &g) { g.slot = shm::md_table_slots; }), base, 16, "past the table");
+    refused(with([](auto &g) { g.slot = shm::max_md_slots - 1; }), base, 16, "far past it");
+    refused(with([](auto &g) { ++g.generation; }), base, 16, "a later generation");
+    refused(with([](auto &g) { --g.generation; }), base, 16, "an earlier generation");
+    refused(with([](auto &g) { ++g.pid; }), base, 16, "not the connection's peer");
+    refused(with([](auto &g) { g.pid = 0; }), base, 16, "pid 0");
+    refused(with([](auto &g) { ++g.serial; }), base, 16, "a domain with no table");
+    refused(with([](auto &g) { g.serial = 0; }), base, 16, "serial 0");
+    refused(f, base - 1, 1, "one byte before the region");
+    refused(f, base + 8192, 1, "one byte past it");
+    refused(f, base + 8191, 2, "crossing its end");
+    refused(f, base + 8193, 0, "no bytes, past its end");
+    refused(f, ~std::uint64_t{0} - 4, 16, "a wrapping address");
+    EXPECT_EQ(std::count(mem.begin(), mem.end(), 0x11), 8192) << "nothing was written";
+    EXPECT_EQ(std::count(dst.begin(), dst.end(), 0xee), 64) << "nothing was read";
+    // The same key is good for the whole region, and up to its very end.
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 1, base + 8191, k.key), status::ok);
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 0, base + 8192, k.key), status::ok);
+    EXPECT_EQ(mem[8191], 0x77);
+
+    // Malformed bytes do not unpack; a key with no slot or no bytes tells the
+    // caller to use active messages.
+    tl::rkey r{};
+    const std::uint8_t bytes[32] = {};
+    EXPECT_EQ(p.a->tl->unpack_rkey(bytes, shm::md_key_size - 1, r), status::bad_message);
+    EXPECT_EQ(p.a->tl->unpack_rkey(bytes, shm::md_key_size + 1, r), status::bad_message);
+    EXPECT_EQ(p.a->tl->unpack_rkey(bytes, 0, r), status::not_supported);
+    EXPECT_EQ(forge(*p.a->tl, with([](auto &g) { g.slot = shm::max_md_slots; }), r),
+              status::bad_message);
+    EXPECT_EQ(forge(*p.a->tl, with([](auto &g) { g.slot = shm::md_no_slot; }), r),
+              status::not_supported);
+    // Not a region key: no key at all (a rendezvous exposure's) to put, or a
+    // type this transport never makes.
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 16, base, tl::rkey{}), status::access);
+    tl::rkey odd = k.key;
+    odd.w[1] = (odd.w[1] & ((std::uint64_t{1} << 56) - 1)) | std::uint64_t{7} << 56;
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 16, base, odd), status::access);
+    EXPECT_EQ(get_key(*p.a, p.ab, dst.data(), 16, base, odd), status::access);
+    // A connection that does not exist, an iovec shorter than the length.
+    {
+        weft::test::expect_log_errors errors(2);
+        EXPECT_EQ(put_key(*p.a, p.ab + 1, src.data(), 16, base, k.key), status::invalid);
+        const struct iovec iov {
+            src.data(), 8
+        };
+        EXPECT_EQ(p.a->tl->ops().put(p.a->tl.get(), p.ab, &iov, 1, 16, base, k.key, 0),
+                  status::invalid);
+    }
+    p.md->dereg(k.handle);
+}
+
+TEST(shm, access_rights_of_a_registration_are_checked)
+{
+    OPEN_RMA_PAIR(p);
+    std::vector<std::uint8_t> ro(4096, 0x11);
+    std::vector<std::uint8_t> wo(4096, 0x11);
+    std::vector<std::uint8_t> none(4096, 0x11);
+    keyed kr;
+    keyed kw;
+    keyed kn;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, ro.data(), ro.size(), tl::access::remote_read, kr),
+              status::ok);
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, wo.data(), wo.size(), tl::access::remote_write, kw),
+              status::ok);
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, none.data(), none.size(),
+                      tl::access::local | tl::access::remote_atomic, kn),
+              status::ok);
+    std::uint8_t v[16];
+    std::memset(v, 0x77, sizeof(v));
+    EXPECT_EQ(put_key(*p.a, p.ab, v, sizeof(v), buffer_address(ro.data()), kr.key), status::access);
+    EXPECT_EQ(get_key(*p.a, p.ab, v, sizeof(v), buffer_address(ro.data()), kr.key), status::ok);
+    EXPECT_EQ(v[0], 0x11);
+    EXPECT_EQ(get_key(*p.a, p.ab, v, sizeof(v), buffer_address(wo.data()), kw.key), status::access);
+    std::memset(v, 0x77, sizeof(v));
+    EXPECT_EQ(put_key(*p.a, p.ab, v, sizeof(v), buffer_address(wo.data()), kw.key), status::ok);
+    EXPECT_EQ(wo[0], 0x77);
+    EXPECT_EQ(put_key(*p.a, p.ab, v, sizeof(v), buffer_address(none.data()), kn.key),
+              status::access);
+    EXPECT_EQ(get_key(*p.a, p.ab, v, sizeof(v), buffer_address(none.data()), kn.key),
+              status::access);
+    EXPECT_EQ(std::count(ro.begin(), ro.end(), 0x11), 4096);
+    EXPECT_EQ(std::count(none.begin(), none.end(), 0x11), 4096);
+    for (const keyed *k : {&kr, &kw, &kn}) {
+        p.md->dereg(k->handle);
+    }
+}
+
+// The target is another process that never runs for the operations (it waits
+// on a pipe): put and get reach its memory through its key, a closed key is
+// refused there too, and its key is refused on a connection to anyone else.
+TEST(shm, put_and_get_with_a_key_reach_another_process)
+{
+    const shm::config cfg = test_config();
+    if (cfg.cma == weft::base::config_ternary::no) {
+        GTEST_SKIP() << "WEFT_SHM_CMA=n";
+    }
+    constexpr std::size_t size = 65536;
+    constexpr std::size_t off = 100;
+    constexpr std::size_t len = 5000;
+    channel ch;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        std::vector<std::uint8_t> mem(size, 0x11);
+        auto t = open_ep(41, cfg);
+        auto md = shm::open_md(cfg);
+        std::uint64_t handle = 0;
+        std::uint8_t key[shm::md_key_size];
+        if (!t || !md ||
+            md->reg(mem.data(), mem.size(), remote_rw | tl::access::local, handle) != status::ok ||
+            md->pack_rkey(handle, key) != status::ok) {
+            _exit(2);
+        }
+        const std::uint64_t base = buffer_address(mem.data());
+        if (!channel::put_address(ch.to_parent[1], t->addr) ||
+            write(ch.to_parent[1], key, sizeof(key)) != static_cast<ssize_t>(sizeof(key)) ||
+            !channel::put(ch.to_parent[1], base)) {
+            _exit(3);
+        }
+        // Commands: c = is [off, off + len) the payload and the rest 0x11?
+        // d = deregister; q = quit.
+        for (char cmd = 0; channel::get(ch.to_child[0], cmd);) {
+            char ok = 'y';
+            if (cmd == 'c') {
+                for (std::size_t i = 0; i < size; ++i) {
+                    const bool in = i >= off && i < off + len;
+                    if (mem[i] != (in ? payload(i - off, 41) : 0x11)) {
+                        ok = 'n';
+                        break;
+                    }
+                }
+            } else if (cmd == 'd') {
+                md->dereg(handle);
+            } else {
+                md.reset();  // unlinks the table
+                _exit(0);
+            }
+            if (!channel::put(ch.to_parent[1], ok)) {
+                _exit(4);
+            }
+        }
+        _exit(5);
+    }
+    auto ask = [&](char cmd) {
+        char ok = 0;
+        EXPECT_TRUE(channel::put(ch.to_child[1], cmd));
+        EXPECT_TRUE(channel::get(ch.to_parent[0], ok));
+        return ok;
+    };
+    address target;
+    std::uint8_t packed[shm::md_key_size];
+    std::uint64_t base = 0;
+    ASSERT_TRUE(channel::get_address(ch.to_parent[0], target));
+    ASSERT_EQ(read(ch.to_parent[0], packed, sizeof(packed)), static_cast<ssize_t>(sizeof(packed)));
+    ASSERT_TRUE(channel::get(ch.to_parent[0], base));
+    shm::md_key f{};
+    std::memcpy(&f, packed, sizeof(f));
+    EXPECT_EQ(f.pid, static_cast<std::uint32_t>(pid));
+    EXPECT_TRUE(file_exists("/dev/shm" + shm::md_table_name(f.pid, f.serial)));
+
+    auto a = open_ep(42, cfg);
+    auto b = open_ep(43, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(target, c), status::ok);
+    tl::rkey k{};
+    ASSERT_EQ(a->tl->unpack_rkey(packed, sizeof(packed), k), status::ok);
+    std::vector<std::uint8_t> src(len);
+    for (std::size_t i = 0; i < len; ++i) {
+        src[i] = payload(i, 41);
+    }
+    status st;
+    {
+        weft::test::expect_log_warnings maybe(0);  // the kernel may refuse (ptrace scope)
+        st = put_key(*a, c, src.data(), len, base + off, k);
+    }
+    if (st == status::not_supported) {
+        ask('q');
+        waitpid(pid, nullptr, 0);
+        GTEST_SKIP() << "process_vm_writev is not permitted here";
+    }
+    EXPECT_EQ(st, status::ok);
+    EXPECT_EQ(ask('c'), 'y') << "the target's memory holds the put, and only it";
+    std::vector<std::uint8_t> back(len + 2, 0xee);
+    EXPECT_EQ(get_key(*a, c, back.data(), len + 1, base + off - 1, k), status::ok);
+    EXPECT_EQ(back[0], 0x11);
+    EXPECT_EQ(std::memcmp(back.data() + 1, src.data(), len), 0);
+    EXPECT_EQ(back[len + 1], 0xee);
+
+    // The key names the target's pid: on a connection to another endpoint
+    // (here one of ours, at the same addresses in our memory) it is refused.
+    conn_id to_b = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, to_b), status::ok);
+    EXPECT_EQ(put_key(*a, to_b, src.data(), 16, base + off, k), status::access);
+
+    EXPECT_EQ(ask('d'), 'y');
+    std::vector<std::uint8_t> other(len, 0x55);
+    EXPECT_EQ(put_key(*a, c, other.data(), len, base + off, k), status::access);
+    EXPECT_EQ(get_key(*a, c, back.data(), len, base + off, k), status::access);
+    EXPECT_EQ(ask('c'), 'y') << "a closed key wrote nothing";
+    (void)channel::put(ch.to_child[1], 'q');
+    int wst = 0;
+    ASSERT_EQ(waitpid(pid, &wst, 0), pid);
+    EXPECT_TRUE(WIFEXITED(wst) && WEXITSTATUS(wst) == 0) << "child status " << wst;
+    EXPECT_FALSE(file_exists("/dev/shm" + shm::md_table_name(f.pid, f.serial)))
+        << "the child's table is unlinked with its domain";
+}
+
+TEST(shm, cma_off_means_no_keys_and_no_native_put_or_get)
+{
+    shm::config cfg = test_config();
+    cfg.cma = weft::base::config_ternary::no;
+    auto a = open_ep(1, cfg);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->tl->attr().caps & (tl::cap::put | tl::cap::get), 0U);
+    EXPECT_EQ(a->tl->ops().put, nullptr);
+    EXPECT_EQ(a->tl->ops().get, nullptr);
+    auto md = shm::open_md(cfg);
+    ASSERT_TRUE(md);
+    EXPECT_EQ(md->rkey_size(), 0U) << "peers reach its memory through active messages";
+    std::vector<std::uint8_t> mem(64);
+    std::uint64_t h = 0;
+    EXPECT_EQ(md->reg(mem.data(), mem.size(), remote_rw, h), status::ok);
+    EXPECT_EQ(md->pack_rkey(h, nullptr), status::ok) << "no bytes to write";
+    md->dereg(h);
+}
+
+namespace {
+
+/// Make process_vm_readv and process_vm_writev fail with EPERM in this process
+/// (as a seccomp profile or the kernel's ptrace rules do). false if not possible.
+bool refuse_cma_with_seccomp()
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+    };
+    struct sock_fprog prog {
+        static_cast<unsigned short>(std::size(filter)), filter
+    };
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+           prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+}  // namespace
+
+// Where the kernel refuses cross-memory attach, put and get with a key say
+// not_supported (the protocol falls back to active messages), write nothing,
+// stop trying, and the refusal is logged once. In a forked child, where the
+// refusal is installed.
+TEST(shm, cma_refused_makes_put_and_get_not_supported)
+{
+    const shm::config cfg = test_config();
+    if (cfg.cma == weft::base::config_ternary::no) {
+        GTEST_SKIP() << "WEFT_SHM_CMA=n";
+    }
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        rma_pair p;
+        if (!p.open() || !p.a || !p.b || !p.md || p.ab == invalid_id) {
+            _exit(2);
+        }
+        std::vector<std::uint8_t> mem(4096, 0x11);
+        keyed k;
+        if (reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, k) != status::ok) {
+            _exit(3);
+        }
+        const std::uint64_t base = buffer_address(mem.data());
+        std::uint8_t v[64];
+        std::memset(v, 0x77, sizeof(v));
+        if (put_key(*p.a, p.ab, v, sizeof(v), base, k.key) != status::ok) {
+            _exit(4);  // allowed before the filter
+        }
+        std::fill(mem.begin(), mem.end(), 0x11);
+        if (!refuse_cma_with_seccomp()) {
+            _exit(77);
+        }
+        const auto before = weft::base::log_get_counts();
+        const status s1 = put_key(*p.a, p.ab, v, sizeof(v), base, k.key);
+        std::memset(v, 0xee, sizeof(v));
+        const status s2 = get_key(*p.a, p.ab, v, sizeof(v), base, k.key);
+        const status s3 = put_key(*p.a, p.ab, v, sizeof(v), base, k.key);
+        const auto after = weft::base::log_get_counts();
+        if (s1 != status::not_supported || s2 != status::not_supported ||
+            s3 != status::not_supported) {
+            _exit(5);
+        }
+        if (std::count(mem.begin(), mem.end(), 0x11) != 4096 || v[0] != 0xee) {
+            _exit(6);
+        }
+        _exit(after.warnings - before.warnings == 1 ? 0 : 7);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st)) << "child status " << st;
+    if (WEXITSTATUS(st) == 77) {
+        GTEST_SKIP() << "seccomp filters are not available here";
+    }
+    EXPECT_EQ(WEXITSTATUS(st), 0)
+        << "(4: put failed before the filter, 5: not not_supported, 6: memory touched, 7: not "
+           "logged exactly once)";
+}
+
+// An operation issued after a close it can observe is refused: dereg in one
+// thread, then (after a hand-off that orders the two) a put in another.
+TEST(shm, a_put_ordered_after_dereg_is_refused)
+{
+    OPEN_RMA_PAIR(p);
+    std::vector<std::uint8_t> mem(4096, 0x11);
+    std::atomic<int> turn{0};  // 0: the closer's, 1: the writer's, 2: done
+    std::atomic<std::uint64_t> refused{0};
+    constexpr int rounds = 500;
+    keyed k;
+    std::thread closer([&] {
+        for (int i = 0; i < rounds; ++i) {
+            while (turn.load(std::memory_order_acquire) != 0) {
+            }
+            if (i > 0) {
+                p.md->dereg(k.handle);
+            }
+            // Release: the writer sees the dereg (and the next reg) before its put.
+            turn.store(1, std::memory_order_release);
+        }
+    });
+    const std::uint64_t base = buffer_address(mem.data());
+    const std::uint8_t v[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    for (int i = 0; i < rounds; ++i) {
+        while (turn.load(std::memory_order_acquire) != 1) {
+        }
+        if (i > 0) {
+            std::fill(mem.begin(), mem.end(), 0x11);
+            if (put_key(*p.a, p.ab, v, sizeof(v), base, k.key) == status::access &&
+                mem[0] == 0x11) {
+                refused.fetch_add(1);
+            }
+        }
+        ASSERT_EQ(reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, k), status::ok);
+        turn.store(0, std::memory_order_release);
+    }
+    closer.join();
+    EXPECT_EQ(refused.load(), static_cast<std::uint64_t>(rounds - 1));
+    p.md->dereg(k.handle);
+}
+
+TEST(shm, a_full_region_table_registers_without_a_key)
+{
+    const shm::config cfg = test_config();
+    if (cfg.cma == weft::base::config_ternary::no) {
+        GTEST_SKIP() << "WEFT_SHM_CMA=n";
+    }
+    auto a = open_ep(1, cfg);
+    ASSERT_TRUE(a);
+    auto md = shm::make_md({.nslots = 2, .keys = shm::md_keys::publish});
+    std::vector<std::uint8_t> mem(4096);
+    keyed k[4];
+    ASSERT_EQ(reg_key(*md, *a->tl, mem.data(), 100, remote_rw, k[0]), status::ok);
+    ASSERT_EQ(reg_key(*md, *a->tl, mem.data(), 100, remote_rw, k[1]), status::ok);
+    {
+        weft::test::expect_log_warnings full(1);
+        // Registered all the same, with a key that sends peers to active messages.
+        EXPECT_EQ(reg_key(*md, *a->tl, mem.data(), 100, remote_rw, k[2]), status::not_supported);
+        EXPECT_EQ(fields_of(k[2]).slot, shm::md_no_slot);
+        EXPECT_EQ(reg_key(*md, *a->tl, mem.data(), 100, remote_rw, k[3]), status::not_supported);
+        EXPECT_EQ(full.count(), 1U) << "said once";
+    }
+    md->dereg(k[2].handle);  // no slot: nothing to do
+    md->dereg(k[0].handle);
+    keyed again;
+    EXPECT_EQ(reg_key(*md, *a->tl, mem.data(), 100, remote_rw, again), status::ok)
+        << "a freed slot serves again";
+    EXPECT_EQ(fields_of(again).slot, fields_of(k[0]).slot);
+}
+
+TEST(shm, peer_tables_are_cached_and_their_number_bounded)
+{
+    OPEN_RMA_PAIR(p);
+    constexpr std::size_t n = 40;  // more domains than the cache holds (32)
+    std::vector<std::unique_ptr<tl::memory_domain>> mds;
+    std::vector<keyed> keys(n);
+    std::vector<std::uint8_t> mem(64, 0x11);
+    const shm::stats *st = shm::get_stats(*p.a->tl);
+    const std::uint8_t v = 0x42;
+    for (std::size_t i = 0; i < n; ++i) {
+        mds.push_back(shm::open_md(p.cfg));
+        ASSERT_EQ(reg_key(*mds[i], *p.a->tl, mem.data(), mem.size(), remote_rw, keys[i]),
+                  status::ok);
+        ASSERT_EQ(put_key(*p.a, p.ab, &v, 1, buffer_address(mem.data()), keys[i].key), status::ok);
+        EXPECT_EQ(st->tables_mapped, i + 1);
+    }
+    // The most recent ones are still mapped; the first was evicted.
+    ASSERT_EQ(put_key(*p.a, p.ab, &v, 1, buffer_address(mem.data()), keys[n - 1].key), status::ok);
+    EXPECT_EQ(st->tables_mapped, n);
+    ASSERT_EQ(put_key(*p.a, p.ab, &v, 1, buffer_address(mem.data()), keys[0].key), status::ok);
+    EXPECT_EQ(st->tables_mapped, n + 1);
+    // A destroyed domain's table is gone; its keys fail even where it is still
+    // mapped (the domain took every registration away).
+    const shm::md_key f = fields_of(keys[n - 1]);
+    mds[n - 1].reset();
+    EXPECT_FALSE(file_exists("/dev/shm" + shm::md_table_name(f.pid, f.serial)));
+    EXPECT_EQ(put_key(*p.a, p.ab, &v, 1, buffer_address(mem.data()), keys[n - 1].key),
+              status::access);
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+        mds[i]->dereg(keys[i].handle);
+    }
+}
+
+TEST(shm, region_tables_are_unlinked_at_exit_and_when_stale)
+{
+    const shm::config cfg = test_config();
+    if (cfg.cma == weft::base::config_ternary::no) {
+        GTEST_SKIP() << "WEFT_SHM_CMA=n";
+    }
+    // A child that exits normally with its domain open; one that is killed.
+    for (const bool killed : {false, true}) {
+        channel ch;
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            auto md = shm::open_md(cfg);
+            std::vector<std::uint8_t> mem(64);
+            std::uint64_t h = 0;
+            shm::md_key f{};
+            if (md->reg(mem.data(), mem.size(), remote_rw, h) != status::ok ||
+                md->pack_rkey(h, reinterpret_cast<std::uint8_t *>(&f)) != status::ok) {
+                _exit(2);
+            }
+            (void)channel::put(ch.to_parent[1], f);
+            char go = 0;
+            (void)channel::get(ch.to_child[0], go);
+            if (killed) {
+                for (;;) {
+                    pause();
+                }
+            }
+            // Never destroyed; a normal exit runs the atexit handlers.
+            test_shm_held_until_exit = md.release();
+            std::exit(0);
+        }
+        shm::md_key f{};
+        ASSERT_TRUE(channel::get(ch.to_parent[0], f));
+        const std::string path = "/dev/shm" + shm::md_table_name(f.pid, f.serial);
+        EXPECT_TRUE(file_exists(path));
+        (void)channel::put(ch.to_child[1], 'g');
+        if (killed) {
+            ASSERT_EQ(kill(pid, SIGKILL), 0);
+        }
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        if (!killed) {
+            EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+            EXPECT_FALSE(file_exists(path)) << "unlinked at exit";
+            continue;
+        }
+        EXPECT_TRUE(file_exists(path)) << "SIGKILL leaves the table behind";
+        auto e = open_ep(6, cfg);
+        ASSERT_TRUE(e);
+        EXPECT_FALSE(file_exists(path)) << "open removes tables of dead processes";
+    }
+}
+
+TEST(shm, an_own_stale_region_table_is_replaced)
+{
+    OPEN_RMA_PAIR(p);
+    std::vector<std::uint8_t> mem(64, 0x11);
+    keyed k1;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, k1), status::ok);
+    // The next domain of this process takes the next serial: leave a file of
+    // that name behind, as a killed earlier process with our pid would.
+    const shm::md_key f1 = fields_of(k1);
+    const std::string name = shm::md_table_name(f1.pid, f1.serial + 1);
+    const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 4096), 0);
+    close(fd);
+    auto md2 = shm::open_md(p.cfg);
+    keyed k2;
+    ASSERT_EQ(reg_key(*md2, *p.a->tl, mem.data(), mem.size(), remote_rw, k2), status::ok);
+    ASSERT_EQ(fields_of(k2).serial, f1.serial + 1);
+    const std::uint8_t v = 0x42;
+    EXPECT_EQ(put_key(*p.a, p.ab, &v, 1, buffer_address(mem.data()), k2.key), status::ok);
+    EXPECT_EQ(mem[0], 0x42);
+    md2.reset();
+    EXPECT_FALSE(file_exists("/dev/shm" + name));
+    p.md->dereg(k1.handle);
+}
+
+TEST(shm, validate_md_table_checks_every_field)
+{
+    constexpr std::uint32_t nslots = 100;
+    const std::size_t size = shm::md_table_size(nslots);
+    std::vector<std::uint64_t> mem(size / 8 + 1, 0);  // 8-byte aligned
+    auto *h = reinterpret_cast<shm::md_table_header *>(mem.data());
+    const auto fill = [&] {
+        std::fill(mem.begin(), mem.end(), 0);
+        h->version = shm::md_table_version;
+        h->header_size = sizeof(shm::md_table_header);
+        h->slot_size = sizeof(shm::md_slot);
+        h->nslots = nslots;
+        h->owner_pid = 1234;
+        h->serial = 7;
+        h->total_size = size;
+        h->magic.store(shm::md_table_magic);
+    };
+    const auto check = [&](auto change, std::size_t sz, const char *what) {
+        fill();
+        change(*h);
+        std::uint32_t n = 0;
+        EXPECT_EQ(shm::validate_md_table(*h, sz, 1234, 7, n), status::bad_message) << what;
+    };
+    fill();
+    std::uint32_t n = 0;
+    ASSERT_EQ(shm::validate_md_table(*h, size, 1234, 7, n), status::ok);
+    EXPECT_EQ(n, nslots);
+    EXPECT_EQ(size % 4096, 0U);
+    EXPECT_GE(size, sizeof(shm::md_table_header) + nslots * sizeof(shm::md_slot));
+    check([](auto &x) { x.magic.store(0); }, size, "magic");
+    check([](auto &x) { x.version = 2; }, size, "version");
+    check([](auto &x) { x.header_size = 128; }, size, "header size");
+    check([](auto &x) { x.slot_size = 64; }, size, "slot size");
+    check([](auto &x) { x.nslots = 0; }, size, "no slots");
+    check([](auto &x) { x.nslots = nslots + 1000; }, size, "more slots than the size holds");
+    check([](auto &x) { x.nslots = shm::max_md_slots + 1; }, size, "too many slots");
+    check([](auto &x) { x.total_size += 4096; }, size, "total size");
+    check([](auto &x) { x.owner_pid = 1235; }, size, "pid");
+    check([](auto &x) { x.serial = 8; }, size, "serial");
+    check([](auto &) {}, size - 4096, "mapped size smaller than the header says");
+    check([](auto &) {}, 32, "mapped size smaller than a header");
 }
