@@ -586,10 +586,21 @@ ssize_t rma_msg(weft_ep_t *ep, const weft_msg_rma *msg, uint64_t flags, bool is_
     return ep->ops->rma(ep, d);
 }
 
+/// The integer a C caller stored in an enum (any value: reading it as the C++
+/// enum would be undefined for values outside the enumerators).
+template <class E>
+[[gnu::always_inline]] inline unsigned raw(const E &e)
+{
+    static_assert(sizeof(E) == sizeof(unsigned));
+    unsigned v;
+    std::memcpy(&v, &e, sizeof(v));
+    return v;
+}
+
 ssize_t atomic_post(weft_ep_t *ep, const weft_msg_atomic *m, uint64_t flags)
 {
-    const auto ty = static_cast<unsigned>(m->datatype);
-    const auto op = static_cast<unsigned>(m->op);
+    const unsigned ty = raw(m->datatype);
+    const unsigned op = raw(m->op);
     if (!ep_ok(ep) || !key_ok(ep, m->rkey) || (flags & ~atomic_flags) != 0 ||
         ty >= proto::amo_type_count || op >= proto::amo_op_count) [[unlikely]] {
         return -WEFT_EINVAL;
@@ -718,7 +729,9 @@ int weft_ep_flush(weft_ep_t *ep, int timeout_ms)
 ssize_t weft_atomic(weft_ep_t *ep, const void *buf, size_t count, uint64_t addr, weft_rkey_t *rkey,
                     enum weft_datatype datatype, enum weft_atomic_op op, void *context)
 {
-    const weft_msg_atomic m{buf, nullptr, nullptr, count, datatype, op, addr, rkey, context};
+    weft_msg_atomic m{buf, nullptr, nullptr, count, {}, {}, addr, rkey, context};
+    std::memcpy(&m.datatype, &datatype, sizeof(m.datatype));  // any value a C caller passed
+    std::memcpy(&m.op, &op, sizeof(m.op));
     return atomic_post(ep, &m, 0);
 }
 
@@ -729,7 +742,9 @@ ssize_t weft_fetch_atomic(weft_ep_t *ep, const void *buf, size_t count, void *re
     if (result == nullptr) {
         return -WEFT_EINVAL;
     }
-    const weft_msg_atomic m{buf, nullptr, result, count, datatype, op, addr, rkey, context};
+    weft_msg_atomic m{buf, nullptr, result, count, {}, {}, addr, rkey, context};
+    std::memcpy(&m.datatype, &datatype, sizeof(m.datatype));
+    std::memcpy(&m.op, &op, sizeof(m.op));
     return atomic_post(ep, &m, 0);
 }
 
@@ -740,7 +755,8 @@ ssize_t weft_compare_atomic(weft_ep_t *ep, const void *buf, const void *compare,
     if (result == nullptr || compare == nullptr) {
         return -WEFT_EINVAL;
     }
-    const weft_msg_atomic m{buf, compare, result, count, datatype, WEFT_CSWAP, addr, rkey, context};
+    weft_msg_atomic m{buf, compare, result, count, {}, WEFT_CSWAP, addr, rkey, context};
+    std::memcpy(&m.datatype, &datatype, sizeof(m.datatype));
     return atomic_post(ep, &m, 0);
 }
 
@@ -754,15 +770,15 @@ ssize_t weft_atomicmsg(weft_ep_t *ep, const struct weft_msg_atomic *msg, uint64_
 
 size_t weft_atomic_max_count(enum weft_datatype datatype)
 {
-    const auto t = static_cast<unsigned>(datatype);
+    const unsigned t = raw(datatype);
     return t < proto::amo_type_count ? proto::amo_module::max_count(static_cast<proto::amo_type>(t))
                                      : 0;
 }
 
 int weft_atomic_valid(enum weft_datatype datatype, enum weft_atomic_op op)
 {
-    const auto t = static_cast<unsigned>(datatype);
-    const auto o = static_cast<unsigned>(op);
+    const unsigned t = raw(datatype);
+    const unsigned o = raw(op);
     return t < proto::amo_type_count && o < proto::amo_op_count &&
                    proto::amo_valid(static_cast<proto::amo_op>(o), static_cast<proto::amo_type>(t))
                ? 1

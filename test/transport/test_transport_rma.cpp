@@ -948,13 +948,17 @@ TEST_P(transport_rma, triggered_chains_of_1000_run_from_progress_in_order)
         opt));
 }
 
-// A dissemination barrier posted whole as triggered puts (50 iterations up
-// front): round 0 of iteration b fires when the application "enters" (a
-// counter it bumps), round k when the remote-write counter, which counts the
-// flag puts that arrived, reaches b * rounds + k. Nothing but progress runs the
-// schedule. Barrier semantics are checked with an arrival count at rank 0 that
-// every rank bumps before entering and reads back after leaving.
-TEST_P(transport_rma, triggered_dissemination_barrier_runs_from_progress)
+// A binomial-tree barrier posted whole, 50 iterations up front, as triggered
+// puts and counter operations: arrivals go up the tree, the release comes down.
+// The remote-write counter counts the flag puts that reach a rank (its
+// children's arrivals and its parent's release, `per` a round); a local counter
+// L gets one from the application entering and one (a triggered counter add)
+// when every child has arrived; the put to the parent fires at L = 2 (b + 1),
+// the releases to the children when the parent's release came (the root: at
+// L). Nothing but progress runs the schedule. Barrier semantics are checked
+// with an arrival count at rank 0 that every rank bumps before entering and
+// reads after leaving.
+TEST_P(transport_rma, triggered_tree_barrier_runs_from_progress)
 {
     weft::test::run_options opt;
     opt.rma_counters = true;
@@ -963,57 +967,72 @@ TEST_P(transport_rma, triggered_dissemination_barrier_runs_from_progress)
         4,
         [](rank_ctx &c) {
             const int n = c.nranks;
-            int rounds = 0;
-            while ((1 << rounds) < n) {
-                ++rounds;
+            const int me = c.rank;
+            const int lowbit = me == 0 ? 1 << 30 : me & -me;
+            std::vector<int> children;
+            for (int k = 1; k < lowbit && me + k < n; k <<= 1) {
+                children.push_back(me + k);
             }
+            const int parent = me == 0 ? -1 : me - lowbit;
+            const auto nc = std::uint64_t(children.size());
+            const std::uint64_t per = nc + (parent >= 0 ? 1 : 0);
             region flags;
             make_region(c, flags, 4096, all_remote, n, 18, WEFT_MR_RMA_EVENT);
             region arrivals;
             make_region(c, arrivals, 4096, all_remote, n, 19);
-            weft_cntr_t *enter = nullptr;
-            WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &enter));
+            weft_cntr_t *local = nullptr;
+            WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &local));
             constexpr int iterations = 50;
             static const std::uint64_t one = 1;
-            for (int b = 0; b < iterations; ++b) {
-                for (int k = 0; k < rounds; ++k) {
-                    const int to = (c.rank + (1 << k)) % n;
-                    const weft_trigger t =
-                        k == 0
-                            ? weft_trigger{enter, std::uint64_t(b) + 1, nullptr}
-                            : weft_trigger{c.rwrite_cntr, std::uint64_t(b * rounds + k), nullptr};
-                    const iovec iov{const_cast<std::uint64_t *>(&one), 8};
-                    const weft_msg_rma m{&iov,
-                                         nullptr,
-                                         1,
-                                         flags.base[std::size_t(to)] + 8 * std::uint64_t(k),
-                                         flags.keys[std::size_t(to)],
-                                         const_cast<weft_trigger *>(&t),
-                                         0};
-                    WEFT_TCHECK_OK(weft_putmsg(c.ep, &m, WEFT_TRIGGER | WEFT_INJECT));
+            const iovec iov{const_cast<std::uint64_t *>(&one), 8};
+            auto put_on = [&](int to, const weft_trigger &t) {
+                const weft_msg_rma m{&iov,
+                                     nullptr,
+                                     1,
+                                     flags.base[std::size_t(to)],
+                                     flags.keys[std::size_t(to)],
+                                     const_cast<weft_trigger *>(&t),
+                                     0};
+                WEFT_TCHECK_OK(weft_putmsg(c.ep, &m, WEFT_TRIGGER | WEFT_INJECT));
+            };
+            for (std::uint64_t b = 0; b < iterations; ++b) {
+                const weft_trigger all_arrived{c.rwrite_cntr, per * b + nc, nullptr};
+                WEFT_TCHECK_OK(weft_cntr_add_triggered(local, 1, &all_arrived));
+                const weft_trigger ready{local, 2 * (b + 1), nullptr};
+                if (parent >= 0) {
+                    put_on(parent, ready);
+                }
+                const weft_trigger released{c.rwrite_cntr, per * (b + 1), nullptr};
+                for (int child : children) {
+                    put_on(child, parent >= 0 ? released : ready);
                 }
             }
             c.barrier();  // every schedule is armed before anyone enters
             std::uint64_t n_ops = 0;
-            for (int b = 0; b < iterations; ++b) {
+            for (std::uint64_t b = 0; b < iterations; ++b) {
                 POST("arrive", weft_atomic(c.ep, &one, 1, arrivals.base[0], arrivals.keys[0],
                                            WEFT_UINT64, WEFT_SUM, op_ctx(++n_ops)));
                 (void)c.wait_ok(op_ctx(n_ops));
-                WEFT_TCHECK_OK(weft_cntr_add(enter, 1));
-                WEFT_TCHECK_OK(
-                    weft_cntr_wait(c.rwrite_cntr, std::uint64_t((b + 1) * rounds), 30000));
+                WEFT_TCHECK_OK(weft_cntr_add(local, 1));  // enter
+                WEFT_TCHECK_OK(weft_cntr_wait(c.rwrite_cntr, per * (b + 1), 30000));
+                if (parent < 0) {
+                    // The root leaves once every child arrived and it entered.
+                    for (int spins = 0; weft_cntr_read(local) < 2 * (b + 1); ++spins) {
+                        WEFT_TCHECK(spins < 100000000);
+                    }
+                }
                 std::uint64_t seen = 0;
                 POST("read",
                      weft_fetch_atomic(c.ep, &one, 1, &seen, arrivals.base[0], arrivals.keys[0],
                                        WEFT_UINT64, WEFT_NOOP, op_ctx(++n_ops)));
                 (void)c.wait_ok(op_ctx(n_ops));
-                WEFT_TCHECK_MSG(seen >= std::uint64_t(b + 1) * std::uint64_t(n),
+                WEFT_TCHECK_MSG(seen >= (b + 1) * std::uint64_t(n),
                                 "iteration " + std::to_string(b) + ": " + std::to_string(seen) +
                                     " arrivals after the barrier");
             }
             WEFT_TCHECK_OK(weft_ep_flush(c.ep, 30000));
             c.barrier();
-            WEFT_TCHECK_OK(weft_cntr_close(enter));
+            WEFT_TCHECK_OK(weft_cntr_close(local));
         },
         opt));
 }
