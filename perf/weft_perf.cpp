@@ -55,6 +55,8 @@ struct options {
     std::string transport = "shm";
     std::string csv;
     bool verbose = false;
+    /// Bytes between a page boundary and the start of every buffer (0: page aligned).
+    std::size_t offset = 0;
 };
 
 #ifdef WEFT_HAVE_UCX
@@ -95,6 +97,9 @@ void usage(FILE *f)
         "  -W, --window N        messages in flight for bw, bibw, rate, *_bw, put_rate\n"
         "                        (default 64)\n"
         "  -t, --transport NAME  weft transport hint (default shm)\n"
+        "      --offset N        start every buffer N bytes after a page boundary (a multiple\n"
+        "                        of 8; default 0: copies between page-aligned buffers can be\n"
+        "                        slow at 3-8 KiB)\n"
         "      --verify          fill and check every message (default)\n"
         "      --no-verify       timing mode: no data checks inside the timed loop\n"
         "      --csv FILE        write rows benchmark,size,backend,min,median,max\n"
@@ -168,7 +173,7 @@ constexpr bench_kind all_benches[] = {
 
 [[nodiscard]] options parse_args(int argc, char **argv)
 {
-    enum { opt_verify = 256, opt_no_verify, opt_csv, opt_corrupt };
+    enum { opt_verify = 256, opt_no_verify, opt_csv, opt_corrupt, opt_offset };
     static const option longopts[] = {
         {"bench", required_argument, nullptr, 'b'},
         {"backend", required_argument, nullptr, 'B'},
@@ -184,6 +189,7 @@ constexpr bench_kind all_benches[] = {
         {"no-verify", no_argument, nullptr, opt_no_verify},
         {"csv", required_argument, nullptr, opt_csv},
         {"corrupt", no_argument, nullptr, opt_corrupt},
+        {"offset", required_argument, nullptr, opt_offset},
         {"verbose", no_argument, nullptr, 'v'},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
@@ -269,6 +275,12 @@ constexpr bench_kind all_benches[] = {
                 break;
             case opt_corrupt:
                 o.corrupt = true;
+                break;
+            case opt_offset:
+                o.offset = parse_size(optarg, "--offset");
+                if (o.offset >= 4096 || o.offset % 8 != 0) {
+                    fail("--offset %zu: a multiple of 8 (the atomics' word) below 4096", o.offset);
+                }
                 break;
             case 'v':
                 o.verbose = true;
@@ -492,9 +504,9 @@ void harness::setup()
         region = std::max(region, std::min(window_bytes, verify_window_bytes));
     }
     buf_.region_len = region;
-    buf_.send = alloc_region(region);
-    buf_.recv[0] = alloc_region(region);
-    buf_.recv[1] = alloc_region(region);
+    buf_.send = alloc_region(region + opt_.offset) + opt_.offset;
+    buf_.recv[0] = alloc_region(region + opt_.offset) + opt_.offset;
+    buf_.recv[1] = alloc_region(region + opt_.offset) + opt_.offset;
 
     backend_options bo;
     bo.weft_transport = opt_.transport;
@@ -546,6 +558,9 @@ void harness::print_header(bench_kind k)
                 warmup_for(opt_, k, 1));
     if (has_window(k)) {
         std::printf(", window %d", opt_.window);
+    }
+    if (opt_.offset != 0) {
+        std::printf(", buffers at page + %zu", opt_.offset);
     }
     std::printf(", verify %s\n",
                 opt_.verify ? "on (timings include buffer fills and checks)" : "off");
@@ -768,9 +783,9 @@ void harness::teardown()
         fail("writing %s: %s", opt_.csv.c_str(), std::strerror(errno));
     }
     csv_ = nullptr;
-    std::free(buf_.send);
-    std::free(buf_.recv[0]);
-    std::free(buf_.recv[1]);
+    std::free(buf_.send - opt_.offset);
+    std::free(buf_.recv[0] - opt_.offset);
+    std::free(buf_.recv[1] - opt_.offset);
 }
 
 }  // namespace
