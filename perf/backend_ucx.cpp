@@ -81,7 +81,18 @@ class ucx_backend final : public backend {
 
     [[nodiscard]] const char *name() const noexcept override { return "ucx"; }
     [[nodiscard]] std::string describe() const override { return describe_; }
-    [[nodiscard]] double run(const run_params &p) override { return kernels::run(*this, p); }
+    [[nodiscard]] double run(const run_params &p) override
+    {
+        if (alloc_ == nullptr) {
+            return kernels::run(*this, p);
+        }
+        // --ucx-alloc: the kernels see UCX's region as the target region.
+        buffers b = *p.buf;
+        b.recv[0] = alloc_;
+        run_params q = p;
+        q.buf = &b;
+        return kernels::run(*this, q);
+    }
     void map_memory(const buffers &buf) override;
     void finalize() override;
 
@@ -268,6 +279,7 @@ class ucx_backend final : public backend {
     ucp_mem_h get_memh_ = nullptr;     ///< buffers::recv[1], where gets land
     ucp_rkey_h rkey_ = nullptr;        ///< the peer's target region
     std::uint64_t peer_base_ = 0;      ///< its address in the peer
+    char *alloc_ = nullptr;            ///< --ucx-alloc: the target region UCX allocated
 };
 
 void ucx_backend::init()
@@ -395,7 +407,26 @@ void ucx_backend::map_memory(const buffers &buf)
         check_ucs(ucp_mem_map(ctx_, &mp, &memh), what);
         return memh;
     };
-    target_memh_ = map(buf.recv[0], "ucp_mem_map (target region)");
+    if (opt_.ucx_alloc) {
+        ucp_mem_map_params_t mp;
+        std::memset(&mp, 0, sizeof(mp));
+        mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+        mp.length = buf.region_len;
+        mp.flags = UCP_MEM_MAP_ALLOCATE;
+        check_ucs(ucp_mem_map(ctx_, &mp, &target_memh_),
+                  "ucp_mem_map (allocate the target region)");
+        ucp_mem_attr_t attr;
+        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+        check_ucs(ucp_mem_query(target_memh_, &attr), "ucp_mem_query");
+        if (attr.length < buf.region_len) {
+            fail("ucx: ucp_mem_map allocated %zu bytes, asked for %zu", attr.length,
+                 buf.region_len);
+        }
+        alloc_ = static_cast<char *>(attr.address);
+        std::memset(alloc_, 0, buf.region_len);  // touched, as the driver's buffers are
+    } else {
+        target_memh_ = map(buf.recv[0], "ucp_mem_map (target region)");
+    }
     send_memh_ = map(buf.send, "ucp_mem_map (put source)");
     get_memh_ = map(buf.recv[1], "ucp_mem_map (get destination)");
 
@@ -403,7 +434,8 @@ void ucx_backend::map_memory(const buffers &buf)
     std::size_t packed_len = 0;
     check_ucs(ucp_rkey_pack(ctx_, target_memh_, &packed, &packed_len), "ucp_rkey_pack");
     std::vector<char> mine(sizeof(ucx_key_hdr) + packed_len);
-    const ucx_key_hdr h{reinterpret_cast<std::uintptr_t>(buf.recv[0]), buf.region_len};
+    const ucx_key_hdr h{reinterpret_cast<std::uintptr_t>(alloc_ != nullptr ? alloc_ : buf.recv[0]),
+                        buf.region_len};
     std::memcpy(mine.data(), &h, sizeof(h));
     std::memcpy(mine.data() + sizeof(h), packed, packed_len);
     ucp_rkey_buffer_release(packed);
@@ -423,6 +455,9 @@ void ucx_backend::map_memory(const buffers &buf)
     peer_base_ = th.base;
     // The lanes of the endpoint now that it has RMA and AMO lanes too.
     describe_lanes();
+    if (alloc_ != nullptr) {
+        describe_ += ", target region allocated by UCX (--ucx-alloc)";
+    }
 }
 
 void ucx_backend::finalize()

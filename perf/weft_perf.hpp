@@ -189,6 +189,12 @@ struct backend_options {
     /// weft's default caps anyway), UCX for UCP_FEATURE_RMA | UCP_FEATURE_AMO64
     /// (only then, so that the tagged benchmarks see the same UCX as before).
     bool one_sided = false;
+    /// UCX's one-sided target region is memory UCX allocates (ucp_mem_map with
+    /// UCP_MEM_MAP_ALLOCATE) instead of the driver's buffers::recv[0]: UCX's
+    /// shared-memory transports can then reach it directly (context for the
+    /// comparison, not the comparison itself: the two backends no longer use
+    /// the same target memory).
+    bool ucx_alloc = false;
 };
 
 /// The weft backend (weft_getinfo with WEFT_TAGGED, CQ of context entries,
