@@ -1864,7 +1864,8 @@ TEST(shm, put_and_get_with_a_key_are_byte_exact)
                   status::ok)
             << "put of " << len;
         // Done on return: in place, and nothing around it written.
-        EXPECT_EQ(std::memcmp(mem.data() + off, src.data(), len), 0) << "put of " << len;
+        EXPECT_TRUE(std::equal(src.begin(), src.end(), mem.begin() + static_cast<long>(off)))
+            << "put of " << len;
         EXPECT_EQ(std::count(mem.begin(), mem.end(), 0x11), static_cast<long>(mem.size() - len))
             << "put of " << len << " wrote outside its range";
         // Back, scattered over two pieces with one byte to spare.
@@ -1873,7 +1874,7 @@ TEST(shm, put_and_get_with_a_key_are_byte_exact)
         ASSERT_EQ(p.a->tl->ops().get(p.a->tl.get(), p.ab, biov, 2, len, base + off, k.key, 2),
                   status::ok)
             << "get of " << len;
-        EXPECT_EQ(std::memcmp(back.data(), src.data(), len), 0) << "get of " << len;
+        EXPECT_TRUE(std::equal(src.begin(), src.end(), back.begin())) << "get of " << len;
         EXPECT_EQ(back[len], 0xee) << "get of " << len << " wrote past its length";
     }
     // The whole region at once, each way.
