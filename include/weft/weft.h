@@ -461,7 +461,20 @@ int weft_av_load_pmix(weft_av_t *av, weft_ep_t *ep, uint32_t *rank, uint32_t *si
  */
 int weft_mr_reg(weft_domain_t *domain, const void *buf, size_t len, uint64_t access, uint64_t flags,
                 weft_mr_t **mr);
-/** Deregister: from now on a peer's operation with the region's key fails. */
+/**
+ * Allocate @p len bytes (page-aligned, zeroed) that peers on this node can map,
+ * and register them as weft_mr_reg() would (same @p access and @p flags). Peers
+ * on the node then reach the region with loads, stores and CPU atomics -- no
+ * system call, no message, no progress needed at the owner -- and
+ * weft_rkey_ptr() gives them a pointer into it (OpenSHMEM's symmetric heap and
+ * shmem_ptr). Where no transport of the domain has mappable memory, ordinary
+ * memory is allocated. weft_mr_close() frees it.
+ * @param addr out: the memory
+ */
+int weft_mr_alloc(weft_domain_t *domain, size_t len, uint64_t access, uint64_t flags, void **addr,
+                  weft_mr_t **mr);
+/** Deregister: from now on a peer's operation with the region's key fails. A region
+ *  from weft_mr_alloc() is also freed. */
 int weft_mr_close(weft_mr_t *mr);
 /** Local descriptor to pass as desc to data transfer calls. */
 void *weft_mr_desc(weft_mr_t *mr);
@@ -490,6 +503,14 @@ int weft_rkey_unpack(weft_ep_t *ep, weft_addr_t peer, const void *buf, size_t le
 
 /** Release an unpacked key. NULL is allowed. */
 int weft_rkey_release(weft_rkey_t *rkey);
+
+/**
+ * A local pointer to [@p addr, @p addr + @p len) of the peer's region, when this
+ * process can reach it with loads and stores: memory a peer on this node
+ * allocated with weft_mr_alloc(), or this process's own memory. NULL otherwise
+ * (use RMA). Valid until the owner closes the region.
+ */
+void *weft_rkey_ptr(weft_rkey_t *rkey, uint64_t addr, size_t len);
 
 /* ------------------------------------------------------------------ endpoints */
 

@@ -2,6 +2,7 @@
 // allocation that can fail on the control path is checked (new (std::nothrow)).
 #include <algorithm>
 #include <cstring>
+#include <sys/mman.h>
 #include <new>
 #include <thread>
 
@@ -895,6 +896,48 @@ static_assert(WEFT_ACCESS_REMOTE_READ == transport::access::remote_read);
 static_assert(WEFT_ACCESS_REMOTE_WRITE == transport::access::remote_write);
 static_assert(WEFT_ACCESS_REMOTE_ATOMIC == transport::access::remote_atomic);
 
+int weft_mr_alloc(weft_domain_t *domain, size_t len, uint64_t access, uint64_t flags, void **addr,
+                  weft_mr_t **mr)
+{
+    if (!WEFT_LIVE(domain) || addr == nullptr || mr == nullptr || len == 0) {
+        return -WEFT_EINVAL;
+    }
+    // The first memory domain with mappable memory (shm) allocates it; the
+    // others register it like any memory (verbs: for RDMA from other nodes).
+    void *mem = nullptr;
+    std::uint64_t handle = 0;
+    int md = -1;
+    for (std::size_t i = 0; i < domain->mds.size() && md < 0; ++i) {
+        if (domain->mds[i]->alloc(len, mem, handle) == status::ok) {
+            md = static_cast<int>(i);
+        }
+    }
+    const std::size_t page = 4096;
+    const std::size_t anon_len = (len + page - 1) / page * page;
+    if (md < 0) {
+        mem = mmap(nullptr, anon_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) {
+            return -WEFT_ENOMEM;
+        }
+    }
+    auto undo = [&] {
+        if (md >= 0) {
+            domain->mds[static_cast<std::size_t>(md)]->free(handle);
+        } else {
+            munmap(mem, anon_len);
+        }
+    };
+    if (const int rc = weft_mr_reg(domain, mem, len, access, flags, mr); rc != 0) {
+        undo();
+        return rc;
+    }
+    (*mr)->alloc_md = md;
+    (*mr)->alloc_handle = handle;
+    (*mr)->alloc_len = anon_len;
+    *addr = mem;
+    return 0;
+}
+
 int weft_mr_close(weft_mr_t *mr)
 {
     if (!WEFT_LIVE(mr)) {
@@ -906,6 +949,11 @@ int weft_mr_close(weft_mr_t *mr)
         if (mr->len != 0) {
             d->mds[i]->dereg(mr->handles[i]);
         }
+    }
+    if (mr->alloc_md >= 0) {
+        d->mds[static_cast<std::size_t>(mr->alloc_md)]->free(mr->alloc_handle);
+    } else if (mr->alloc_md == -1) {
+        munmap(const_cast<void *>(mr->buf), mr->alloc_len);
     }
     unref(d);
     weft::core::handle_remove(mr);
@@ -979,6 +1027,16 @@ int weft_rkey_unpack(weft_ep_t *ep, weft_addr_t peer, const void *buf, size_t le
     weft::core::handle_add(k);
     *rkey = k;
     return 0;
+}
+
+void *weft_rkey_ptr(weft_rkey_t *rkey, uint64_t addr, size_t len)
+{
+    if (!WEFT_LIVE(rkey) || !rkey->key.covers(addr, len, 0)) {
+        return nullptr;
+    }
+    weft_ep *ep = rkey->ep;
+    weft::base::scoped_guard g(ep->lock);
+    return proto::map_key(ep->stack->ch, rkey->key, addr, len);
 }
 
 int weft_rkey_release(weft_rkey_t *rkey)

@@ -212,6 +212,11 @@ struct weft_mr {
     std::uint64_t am_key = 0;  ///< in domain->regions
     /// One registration per memory domain of the domain (same order as domain->mds).
     std::vector<std::uint64_t> handles;
+    /// weft_mr_alloc: the memory domain that allocated it (-1: anonymous
+    /// memory of alloc_len bytes, mapped by the core; -2: not allocated by weft).
+    int alloc_md = -2;
+    std::uint64_t alloc_handle = 0;
+    std::size_t alloc_len = 0;
 };
 
 struct weft_rkey {

@@ -77,6 +77,16 @@ status unpack_key(channel &ch, std::uint64_t index, const void *data, std::size_
     return status::ok;
 }
 
+void *map_key(channel &ch, const remote_key &key, std::uint64_t addr, std::size_t len)
+{
+    int rc = 0;
+    peer_state *p = ch.peer(key.peer, rc);
+    if (p == nullptr || !key.native || key.tl != p->tl_index) {
+        return nullptr;
+    }
+    return p->tl->map_rkey(p->conn, key.tl_key, addr, len);
+}
+
 void rma_report(const completion_sink &sink, void *context, std::uint64_t flags, std::size_t len,
                 std::uint64_t peer, int err)
 {

@@ -112,6 +112,11 @@ struct remote_key {
 [[nodiscard]] status unpack_key(channel &ch, std::uint64_t peer, const void *data, std::size_t len,
                                 remote_key &out);
 
+/// A local pointer to [addr, addr + len) of the key's region when the
+/// transport reaching its peer maps it (iface::map_rkey), else nullptr.
+[[nodiscard]] void *map_key(channel &ch, const remote_key &key, std::uint64_t addr,
+                            std::size_t len);
+
 /// How a one-sided operation reports its end: fn(ctx, 0 or a positive WEFT_E*
 /// code); or, when fn is nullptr, a completion for the operation context ctx on
 /// the channel's sinks (channel::rma_write or rma_read).

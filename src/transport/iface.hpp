@@ -181,6 +181,21 @@ class memory_domain {
     virtual void dereg(std::uint64_t handle) noexcept = 0;
     /// The packed key of a registration: rkey_size() bytes into `out`.
     [[nodiscard]] virtual status pack_rkey(std::uint64_t handle, std::uint8_t *out) const = 0;
+
+    /// Allocate `len` bytes of memory that peers of this transport can map
+    /// into their address space (shm: a shared-memory object), page-aligned and
+    /// zeroed: registrations inside it give keys that let peers reach it with
+    /// loads, stores and CPU atomics instead of a system call or a message.
+    /// not_supported when this transport has no such memory.
+    [[nodiscard]] virtual status alloc(std::size_t len, void *&addr, std::uint64_t &handle)
+    {
+        (void)len;
+        (void)addr;
+        (void)handle;
+        return status::not_supported;
+    }
+    /// Free what alloc() returned (after every registration inside it is gone).
+    virtual void free(std::uint64_t handle) noexcept { (void)handle; }
 };
 
 // ------------------------------------------------------------------ one-sided operations
@@ -298,6 +313,21 @@ class iface {
 
     /// Release what expose() set up. The buffer may be freed by its owner afterwards.
     virtual void unexpose(const exposure &e) noexcept { (void)e; }
+
+    /// A local address through which this process reaches [raddr, raddr + len)
+    /// of the peer on `conn` described by `key` with loads and stores (shm:
+    /// memory the peer allocated with memory_domain::alloc, mapped here), or
+    /// nullptr when there is none (OpenSHMEM's shmem_ptr). Valid until the key's
+    /// region is closed by its owner.
+    [[nodiscard]] virtual void *map_rkey(conn_id conn, const rkey &key, std::uint64_t raddr,
+                                         std::size_t len)
+    {
+        (void)conn;
+        (void)key;
+        (void)raddr;
+        (void)len;
+        return nullptr;
+    }
 
     /// Unpack a peer's packed key (from the memory domain of this transport on
     /// the peer's side, or from the peer's expose). bad_message if malformed.
