@@ -221,10 +221,10 @@ class channel {
     /// Called before the modules go.
     void shutdown();
 
-    completion_sink tx;         ///< where send-side completions go
-    completion_sink rx;         ///< where receive-side completions go (and a put's CQ data)
-    completion_sink rma_write;  ///< puts and non-fetching atomics (the transmit CQ)
-    completion_sink rma_read;   ///< gets and fetching atomics (the transmit CQ)
+    completion_sink tx;               ///< where send-side completions go
+    completion_sink rx;               ///< where receive-side completions go (and a put's CQ data)
+    completion_sink rma_write;        ///< puts and non-fetching atomics (the transmit CQ)
+    completion_sink rma_read;         ///< gets and fetching atomics (the transmit CQ)
     counter *remote_write = nullptr;  ///< peers' puts and atomics on event regions
     counter *remote_read = nullptr;   ///< peers' gets on event regions
 
