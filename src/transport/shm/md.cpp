@@ -4,11 +4,13 @@
 
 #include "transport/shm/md.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <mutex>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -25,13 +27,19 @@ namespace {
 /// Domains created by this process: the serial in a table's name. Relaxed: a
 /// unique number only.
 std::atomic<std::uint32_t> next_serial{1};
+/// Allocations made by this process (every domain): the id in an object's
+/// name and in slots. Relaxed: a unique number only (0 is "none").
+std::atomic<std::uint32_t> next_mem_id{1};
+
+constexpr std::uint64_t page_size = 4096;
 
 [[nodiscard]] md_slot *table_slots(void *base) noexcept
 {
     return reinterpret_cast<md_slot *>(static_cast<std::uint8_t *>(base) + md_slots_offset);
 }
 
-/// A handle: generation << 32 | slot (slot md_no_slot: registered without one).
+/// A handle: generation << 32 | slot (slot md_no_slot: registered without
+/// one; with md_key_mapped: inside an allocation, which pack_rkey passes on).
 [[nodiscard]] constexpr std::uint64_t make_handle(std::uint32_t slot, std::uint32_t gen) noexcept
 {
     return std::uint64_t{gen} << 32 | slot;
@@ -50,11 +58,19 @@ class shm_md final : public memory_domain {
 
     ~shm_md() override
     {
+        if (static_cast<std::uint32_t>(getpid()) != pid_) {
+            return;  // a forked child's copy: the table and allocations are its parent's
+        }
+        // Allocations not freed go with the domain (weft_mr_close frees them
+        // before the domain can close; this is for a domain dropped early).
+        for (auto &[base, m] : allocs_) {
+            (void)base;
+            m.map.reset();
+            unlink_segment(m.name);
+        }
+        allocs_.clear();
         if (table_.base() == nullptr) {
             return;
-        }
-        if (static_cast<std::uint32_t>(getpid()) != pid_) {
-            return;  // a forked child's copy: the table is its parent's
         }
         // Registrations left open die with the domain: a peer that still maps
         // the (unlinked) table must refuse their keys. Release: as dereg.
@@ -92,6 +108,7 @@ class shm_md final : public memory_domain {
         }
         region &r = regions_[slot];
         md_slot &s = table_slots(table_.base())[slot];
+        const allocation *m = find_alloc(reinterpret_cast<std::uintptr_t>(buf), len);
         // Release fence: orders the store that took the slot's last registration
         // away (dereg: not live, next generation) before the new fields, for a
         // reader that reads the fields and then re-checks the word (seqlock).
@@ -99,31 +116,101 @@ class shm_md final : public memory_domain {
         s.base.store(reinterpret_cast<std::uintptr_t>(buf), std::memory_order_relaxed);
         s.len.store(len, std::memory_order_relaxed);
         s.access.store(acc, std::memory_order_relaxed);
+        s.mem_id.store(m != nullptr ? m->id : 0, std::memory_order_relaxed);
+        s.mem_base.store(m != nullptr ? reinterpret_cast<std::uintptr_t>(m->map.base()) : 0,
+                         std::memory_order_relaxed);
+        s.mem_len.store(m != nullptr ? m->map.size() : 0, std::memory_order_relaxed);
         // Release: a reader that acquires this word sees the fields above.
         s.word.store(md_live_word(r.gen), std::memory_order_release);
         r.live = true;
-        handle = make_handle(slot, r.gen);
+        r.mem_id = m != nullptr ? m->id : 0;
+        handle = make_handle(m != nullptr ? slot | md_key_mapped : slot, r.gen);
         return status::ok;
+    }
+
+    [[nodiscard]] status alloc(std::size_t len, void *&addr, std::uint64_t &handle) override
+    {
+        if (keys_ == md_keys::none || len == 0 || len > max_mem_len) {
+            // Without keys no peer could find the memory: plain memory serves.
+            return status::not_supported;
+        }
+        const std::lock_guard g(mutex_);
+        if (static_cast<std::uint32_t>(getpid()) != pid_) {
+            return status::not_supported;  // a forked child: names are its parent's
+        }
+        const std::uint32_t id = next_mem_id.fetch_add(1, std::memory_order_relaxed);
+        if (id == 0) {
+            return status::not_supported;  // 2^32 allocations: the ids wrapped
+        }
+        const std::string name = mem_object_name(pid_, id);
+        const std::uint64_t size = align_up(len, page_size);
+        // O_EXCL: an object of this name is stale (an earlier process with our pid).
+        int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 && errno == EEXIST) {
+            WEFT_LOG(shm, debug, "replacing stale allocation %s", name.c_str());
+            shm_unlink(name.c_str());
+            fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+        }
+        if (fd < 0) {
+            const int err = errno;
+            WEFT_LOG(shm, warn, "shm_open(%s) failed: %s", name.c_str(), std::strerror(err));
+            return err == ENOMEM || err == ENOSPC ? status::no_memory : status::access;
+        }
+        void *base = MAP_FAILED;
+        int err = 0;
+        const char *what = "ftruncate";
+        // The object is zero-filled (tmpfs); pages are given as they are touched.
+        if (ftruncate(fd, static_cast<off_t>(size)) == 0) {
+            what = "mmap";
+            base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        }
+        err = errno;
+        close(fd);
+        if (base == MAP_FAILED) {
+            WEFT_LOG(shm, warn, "%s(%s, %" PRIu64 ") failed: %s", what, name.c_str(), size,
+                     std::strerror(err));
+            shm_unlink(name.c_str());
+            return status::no_memory;
+        }
+        note_created(name);
+        allocs_.emplace(reinterpret_cast<std::uintptr_t>(base),
+                        allocation{id, mapping(base, size), name});
+        addr = base;
+        handle = id;
+        return status::ok;
+    }
+
+    void free(std::uint64_t handle) noexcept override
+    {
+        const std::lock_guard g(mutex_);
+        const auto it = std::find_if(allocs_.begin(), allocs_.end(),
+                                     [&](const auto &e) { return e.second.id == handle; });
+        if (it == allocs_.end() || handle == 0) {
+            return;
+        }
+        // Registrations still open inside it (the caller should have closed
+        // them) die first: no peer may map an object that is going away.
+        for (std::uint32_t s = 0; s < regions_.size(); ++s) {
+            if (regions_[s].live && regions_[s].mem_id == it->second.id) {
+                kill_slot(s);
+            }
+        }
+        // Peers that mapped it keep their mapping (and its pages) until they
+        // unmap it; their slot checks fail from the dereg on.
+        unlink_segment(it->second.name);
+        allocs_.erase(it);  // unmaps it here
     }
 
     void dereg(std::uint64_t handle) noexcept override
     {
-        const auto slot = static_cast<std::uint32_t>(handle);
+        const auto slot = static_cast<std::uint32_t>(handle) & ~md_key_mapped;
         const auto gen = static_cast<std::uint32_t>(handle >> 32);
         const std::lock_guard g(mutex_);
         if (slot >= regions_.size() || !regions_[slot].live || regions_[slot].gen != gen ||
             static_cast<std::uint32_t>(getpid()) != pid_) {
             return;  // registered without a slot, not ours, or the parent's table
         }
-        region &r = regions_[slot];
-        r.live = false;
-        ++r.gen;  // wraps after 2^32 registrations of one slot
-        // One store clears live and moves to the next generation: every key of
-        // this registration fails from here on. Release: keeps it after the
-        // registration's own stores (a reader that sees it sees nothing newer
-        // of the old registration, and the next reg's fence orders it first).
-        table_slots(table_.base())[slot].word.store(md_dead_word(r.gen), std::memory_order_release);
-        free_.push_back(slot);  // LIFO: reused first, so generations are exercised
+        kill_slot(slot);
     }
 
     [[nodiscard]] status pack_rkey(std::uint64_t handle, std::uint8_t *out) const override
@@ -139,9 +226,45 @@ class shm_md final : public memory_domain {
 
   private:
     struct region {
-        std::uint32_t gen = 1;  ///< of the current (live) or next registration
+        std::uint32_t gen = 1;     ///< of the current (live) or next registration
+        std::uint32_t mem_id = 0;  ///< the allocation it lies in (0: none)
         bool live = false;
     };
+
+    /// One allocation (alloc): the owner's mapping of its object.
+    struct allocation {
+        std::uint32_t id;
+        mapping map;
+        std::string name;
+    };
+
+    /// Take live registration `slot` away (mutex held).
+    void kill_slot(std::uint32_t slot) noexcept
+    {
+        region &r = regions_[slot];
+        r.live = false;
+        r.mem_id = 0;
+        ++r.gen;  // wraps after 2^32 registrations of one slot
+        // One store clears live and moves to the next generation: every key of
+        // this registration fails from here on. Release: keeps it after the
+        // registration's own stores (a reader that sees it sees nothing newer
+        // of the old registration, and the next reg's fence orders it first).
+        table_slots(table_.base())[slot].word.store(md_dead_word(r.gen), std::memory_order_release);
+        free_.push_back(slot);  // LIFO: reused first, so generations are exercised
+    }
+
+    /// The allocation holding all of [buf, buf + len), or nullptr (mutex held).
+    [[nodiscard]] const allocation *find_alloc(std::uintptr_t buf, std::size_t len) const
+    {
+        auto it = allocs_.upper_bound(buf);
+        if (it == allocs_.begin()) {
+            return nullptr;
+        }
+        --it;
+        const std::uintptr_t off = buf - it->first;
+        const std::size_t size = it->second.map.size();
+        return off <= size && len <= size - off ? &it->second : nullptr;
+    }
 
     /// A free slot (the table created first if needed), or md_no_slot.
     [[nodiscard]] std::uint32_t take_slot()
@@ -234,7 +357,8 @@ class shm_md final : public memory_domain {
     const std::string name_;
     std::mutex mutex_;  // reg and dereg are control path, from any thread
     mapping table_;
-    std::vector<region> regions_;  ///< the owner's own copy of each slot's state
+    std::vector<region> regions_;                  ///< the owner's own copy of each slot's state
+    std::map<std::uintptr_t, allocation> allocs_;  ///< by base address
     std::vector<std::uint32_t> free_;
     bool table_failed_ = false;
     bool full_logged_ = false;
@@ -246,6 +370,13 @@ std::string md_table_name(std::uint32_t pid, std::uint32_t serial)
 {
     char buf[64];
     std::snprintf(buf, sizeof(buf), "/weft-md-%" PRIu32 "-%" PRIu32, pid, serial);
+    return buf;
+}
+
+std::string mem_object_name(std::uint32_t pid, std::uint32_t id)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "/weft-mem-%" PRIu32 "-%" PRIu32, pid, id);
     return buf;
 }
 
@@ -262,7 +393,7 @@ status unpack_md_key(const std::uint8_t *data, std::size_t len, rkey &out) noexc
     if (k.slot == md_no_slot) {
         return status::not_supported;  // registered without a slot: active messages
     }
-    if (k.slot >= max_md_slots) {
+    if ((k.slot & ~md_key_mapped) >= max_md_slots) {
         return status::bad_message;
     }
     out = to_rkey(k);
@@ -340,7 +471,7 @@ status map_md_table(std::uint32_t pid, std::uint32_t serial, mapping &out, std::
 }
 
 status check_region(const md_slot *slots, std::uint32_t nslots, const md_key &k,
-                    std::uint64_t raddr, std::size_t len, unsigned acc) noexcept
+                    std::uint64_t raddr, std::size_t len, unsigned acc, mem_view *mem) noexcept
 {
     if (k.slot >= nslots) {
         return status::access;
@@ -355,6 +486,12 @@ status check_region(const md_slot *slots, std::uint32_t nslots, const md_key &k,
     const std::uint64_t base = s.base.load(std::memory_order_relaxed);
     const std::uint64_t size = s.len.load(std::memory_order_relaxed);
     const unsigned granted = s.access.load(std::memory_order_relaxed);
+    mem_view m{};
+    if (mem != nullptr) {
+        m.id = s.mem_id.load(std::memory_order_relaxed);
+        m.base = s.mem_base.load(std::memory_order_relaxed);
+        m.len = s.mem_len.load(std::memory_order_relaxed);
+    }
     // Acquire fence: if a field above came from a later registration's stores
     // (after reg's release fence, which follows the dereg store), the dereg
     // store is visible to the load below and the word differs (seqlock).
@@ -365,6 +502,15 @@ status check_region(const md_slot *slots, std::uint32_t nslots, const md_key &k,
     if ((granted & acc) != acc || raddr < base || raddr - base > size ||
         len > size - (raddr - base)) {
         return status::access;
+    }
+    if (mem != nullptr) {
+        // The allocation must hold the whole registration; anything else is a
+        // slot that names no allocation (the region is still reached by CMA).
+        if (m.id == 0 || m.len == 0 || m.len % page_size != 0 || m.len > max_mem_len ||
+            base < m.base || base - m.base > m.len || size > m.len - (base - m.base)) {
+            m = {};
+        }
+        *mem = m;
     }
     return status::ok;
 }

@@ -11,10 +11,17 @@
 // be touched and takes it back with dereg, without ever running for an
 // operation.
 //
+// Memory the domain allocates (memory_domain::alloc) is one more POSIX
+// shared-memory object per allocation, "/weft-mem-<pid>-<id>" (id: a number
+// unique in the process). A registration inside one names it in its slot
+// (mem_id, mem_base, mem_len) and its key says so (the mapped bit): a peer
+// then maps the object itself and reaches the memory with loads, stores and
+// CPU atomics, after the same slot check.
+//
 // Layout (offsets from the start of the object; sizes are contracts):
 //
 //   [0, 64)                      md_table_header
-//   [64, 64 + 32 * nslots)       md_slot[nslots]
+//   [64, 64 + 64 * nslots)       md_slot[nslots]
 //   up to total_size             zero padding to a page
 //
 // The object is sized once, by the slot limit (md_table_slots), and never
@@ -41,10 +48,10 @@
 namespace weft::transport::shm {
 
 inline constexpr std::uint64_t md_table_magic = 0x31544d4454464557ULL;  // "WEFTMDT1" little-endian
-inline constexpr std::uint32_t md_table_version = 1;
+inline constexpr std::uint32_t md_table_version = 2;
 /// Slots of the tables this build creates: registrations live at once per
-/// domain with a key (more are reached by active messages). 16384 x 32 bytes
-/// = 512 KiB of address space per table; tmpfs backs only the pages written.
+/// domain with a key (more are reached by active messages). 16384 x 64 bytes
+/// = 1 MiB of address space per table; tmpfs backs only the pages written.
 inline constexpr std::uint32_t md_table_slots = 16384;
 /// Most slots a table may have (own parameters and peers' headers). A slot
 /// index fits 24 bits of the unpacked key (rkey::w[1]).
@@ -76,9 +83,15 @@ struct md_slot {
     std::atomic<std::uint64_t> base;    ///< first byte of the region (owner's address)
     std::atomic<std::uint64_t> len;     ///< bytes of the region
     std::atomic<std::uint32_t> access;  ///< transport::access bits of the registration
-    std::uint32_t reserved_;            ///< zero
+    /// 0: ordinary memory (CMA). Else the registration lies inside the
+    /// domain's allocation of this number: the object "/weft-mem-<pid>-<mem_id>",
+    /// mem_len bytes, mapped at mem_base in the owner.
+    std::atomic<std::uint32_t> mem_id;
+    std::atomic<std::uint64_t> mem_base;  ///< the allocation's first byte (owner's address)
+    std::atomic<std::uint64_t> mem_len;   ///< bytes of the allocation's object (a page multiple)
+    std::uint64_t reserved_[2];           ///< zero
 };
-static_assert(sizeof(md_slot) == 32, "region table slot is a wire format");
+static_assert(sizeof(md_slot) == 64, "region table slot is a wire format");
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 
 /// The word of a live registration of `generation`.
@@ -103,6 +116,11 @@ inline constexpr std::uint64_t md_slots_offset = sizeof(md_table_header);
 /// The /dev/shm name of a domain's table: "/weft-md-<pid>-<serial>".
 [[nodiscard]] std::string md_table_name(std::uint32_t pid, std::uint32_t serial);
 
+/// The /dev/shm name of an allocation (memory_domain::alloc): "/weft-mem-<pid>-<id>".
+[[nodiscard]] std::string mem_object_name(std::uint32_t pid, std::uint32_t id);
+/// Largest allocation a peer may make us map (sanity bound on the slot's mem_len).
+inline constexpr std::uint64_t max_mem_len = std::uint64_t{1} << 46;
+
 // ------------------------------------------------------------------ keys
 
 /// A packed key (memory_domain::pack_rkey): four 32-bit words in host order
@@ -110,7 +128,7 @@ inline constexpr std::uint64_t md_slots_offset = sizeof(md_table_header);
 struct md_key {
     std::uint32_t pid;         ///< the owner process
     std::uint32_t serial;      ///< its domain's table
-    std::uint32_t slot;        ///< slot index, or md_no_slot
+    std::uint32_t slot;        ///< slot index (| md_key_mapped), or md_no_slot
     std::uint32_t generation;  ///< the slot's generation while this registration is live
 };
 static_assert(sizeof(md_key) == 16 && sizeof(md_key) <= max_rkey_size);
@@ -118,6 +136,10 @@ inline constexpr std::size_t md_key_size = sizeof(md_key);
 /// The slot of a registration that has none (table full, or no table could be
 /// created): peers use active messages for it (unpack_rkey: not_supported).
 inline constexpr std::uint32_t md_no_slot = UINT32_MAX;
+/// Bit of md_key::slot: the registration lies in memory the domain allocated,
+/// which peers map (the slot names the object). A hint for the initiator's
+/// choice of path; the slot decides.
+inline constexpr std::uint32_t md_key_mapped = 1U << 31;
 
 /// What an unpacked shm key (rkey) names: the type byte, bits 56..63 of w[1].
 enum class rkey_kind : std::uint8_t {
@@ -126,15 +148,20 @@ enum class rkey_kind : std::uint8_t {
     exposure = 0,
     /// A registration in a region table (md_key).
     region = 1,
+    /// A registration in a region table inside memory its domain allocated
+    /// (md_key with md_key_mapped): peers map it.
+    mapped = 2,
 };
 
 /// The unpacked form: w[0] = pid | serial << 32; w[1] = generation | slot << 32
-/// | kind << 56 (slot < max_md_slots fits the 24 bits between).
+/// | kind << 56 (slot < max_md_slots fits the 24 bits between; the mapped bit
+/// becomes the kind).
 [[nodiscard]] constexpr rkey to_rkey(const md_key &k) noexcept
 {
+    const rkey_kind kind = (k.slot & md_key_mapped) != 0 ? rkey_kind::mapped : rkey_kind::region;
     return {{std::uint64_t{k.pid} | std::uint64_t{k.serial} << 32,
-             std::uint64_t{k.generation} | std::uint64_t{k.slot} << 32 |
-                 std::uint64_t{static_cast<std::uint8_t>(rkey_kind::region)} << 56}};
+             std::uint64_t{k.generation} | std::uint64_t{k.slot & ~md_key_mapped} << 32 |
+                 std::uint64_t{static_cast<std::uint8_t>(kind)} << 56}};
 }
 [[nodiscard]] constexpr rkey_kind kind_of(const rkey &k) noexcept
 {
@@ -185,9 +212,21 @@ struct md_params {
 [[nodiscard]] status map_md_table(std::uint32_t pid, std::uint32_t serial, mapping &out,
                                   std::uint32_t &nslots);
 
+/// The allocation a live registration lies in, as its slot says (untrusted
+/// beyond what check_region verified: mem_base <= base, base + len <= mem_base
+/// + mem_len, mem_len a non-zero page multiple up to max_mem_len).
+struct mem_view {
+    std::uint32_t id = 0;  ///< 0: not in an allocation
+    std::uint64_t base = 0;
+    std::uint64_t len = 0;
+};
+
 /// Is [raddr, raddr + len) inside the live registration `k` names, with every
 /// right in `acc`? `slots` and `nslots` from a validated table. ok or access.
+/// `mem`, if given, gets the slot's allocation, read in the same seqlock
+/// section (id 0 when the fields do not describe an allocation around the region).
 [[nodiscard]] status check_region(const md_slot *slots, std::uint32_t nslots, const md_key &k,
-                                  std::uint64_t raddr, std::size_t len, unsigned acc) noexcept;
+                                  std::uint64_t raddr, std::size_t len, unsigned acc,
+                                  mem_view *mem = nullptr) noexcept;
 
 }  // namespace weft::transport::shm

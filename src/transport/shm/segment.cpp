@@ -28,6 +28,7 @@ namespace {
 constexpr const char *shm_dir = "/dev/shm";
 constexpr const char *name_prefix = "weft-shm-";
 constexpr const char *md_name_prefix = "weft-md-";
+constexpr const char *mem_name_prefix = "weft-mem-";
 
 /// Largest segment a peer may make us map (sanity bound on the file size).
 constexpr std::uint64_t max_segment_size = 4ULL << 30;
@@ -331,10 +332,12 @@ unsigned cleanup_stale_segments(std::uint32_t own_pid) noexcept
     while (const dirent *e = readdir(d)) {
         std::uint32_t pid = 0;
         std::uint32_t ep = 0;
-        // Region tables (md.cpp) are named as segments are, with the domain's
-        // serial for the endpoint number, and go stale the same way.
+        // Region tables and allocations (md.cpp) are named as segments are,
+        // with the domain's serial or the allocation's id for the endpoint
+        // number, and go stale the same way.
         if ((!parse_name(e->d_name, name_prefix, pid, ep) &&
-             !parse_name(e->d_name, md_name_prefix, pid, ep)) ||
+             !parse_name(e->d_name, md_name_prefix, pid, ep) &&
+             !parse_name(e->d_name, mem_name_prefix, pid, ep)) ||
             pid == own_pid || pid == 0) {
             continue;  // own names are replaced when they are created
         }

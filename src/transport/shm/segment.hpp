@@ -289,8 +289,9 @@ struct segment_params {
                                      const endpoint_id &peer, cookie_t cookie,
                                      segment_geometry &geo);
 
-/// Unlink /dev/shm/weft-shm-<pid>-<ep> segments and /dev/shm/weft-md-<pid>-<serial>
-/// region tables whose pid no longer exists. Returns the number removed.
+/// Unlink /dev/shm/weft-shm-<pid>-<ep> segments, /dev/shm/weft-md-<pid>-<serial>
+/// region tables and /dev/shm/weft-mem-<pid>-<id> allocations whose pid no
+/// longer exists. Returns the number removed.
 unsigned cleanup_stale_segments(std::uint32_t own_pid) noexcept;
 
 }  // namespace weft::transport::shm

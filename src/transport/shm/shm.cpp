@@ -8,7 +8,9 @@
 //
 // One-sided put and get (zcopy) copy once, with cross-memory attach
 // (process_vm_writev/readv), after checking the key against the region table
-// the target publishes (md.hpp); completion is synchronous.
+// the target publishes (md.hpp); completion is synchronous. On memory the
+// target allocated (memory_domain::alloc), which we map, put and get are
+// memcpy and atomics are CPU atomics, after the same check.
 
 #include "transport/shm/shm.hpp"
 
@@ -26,6 +28,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -61,6 +64,10 @@ constexpr std::uint64_t drop_warn_every = 1024;
 constexpr std::size_t max_peer_tables = 32;
 /// Local iovec entries handed to one process_vm_readv/writev call.
 constexpr std::size_t cma_iov_batch = 16;
+/// Peers' allocations mapped at once by one instance (OpenSHMEM: one heap per
+/// peer process). The least recently used one that map_rkey never handed out
+/// is unmapped for a new one; one handed out stays until the instance closes.
+constexpr std::size_t max_peer_mems = 256;
 
 // --------------------------------------------------------------- config table
 
@@ -101,6 +108,13 @@ constexpr base::config_field config_fields[] = {
         "below CMA_MIN, read a message with cross-memory attach anyway when its sender has not "
         "progressed for this long (descheduled or computing), instead of waiting for it to copy; "
         "0: never"),
+    // 64 KiB: from there one CMA copy beats the active-message put and get to
+    // a polling target in latency (docs/shm.md, "Put and get: one CMA copy").
+    base::make_field<&config::rma_cma_min>(
+        "RMA_CMA_MIN", base::config_type::size, "64k",
+        "smallest one-sided put or get done with cross-memory attach on registered memory that "
+        "peers do not map; smaller ones go through active messages (faster while the target "
+        "polls). Memory from weft_mr_alloc is mapped: always loads and stores"),
 };
 
 constexpr base::config_table shm_config_table =
@@ -226,6 +240,17 @@ struct peer_table {
     std::uint64_t used;  ///< table_clock_ at the last use
 };
 
+/// A peer's allocation (md.hpp, memory_domain::alloc), mapped read-write.
+struct peer_mem {
+    mapping map;         ///< mem_len bytes of the object, validated by fstat
+    std::uint64_t base;  ///< where the owner maps it (the slot's mem_base)
+    std::uint32_t pid;
+    std::uint32_t id;    ///< the allocation's number (its name)
+    std::uint32_t proc;  ///< procs_ index of the owner (as peer_table::proc)
+    bool pinned;         ///< map_rkey handed out a pointer: never evicted
+    std::uint64_t used;  ///< table_clock_ at the last use
+};
+
 enum class rx_state : std::uint8_t {
     none,     ///< slot free or not yet seen
     live,     ///< registered sender, process watched
@@ -262,6 +287,8 @@ class shm_iface final : public iface {
     {
         return unpack_md_key(data, len, out);
     }
+    [[nodiscard]] void *map_rkey(conn_id conn, const rkey &key, std::uint64_t raddr,
+                                 std::size_t len) override;
 
     [[nodiscard]] const struct stats &counters() const noexcept { return stats_; }
 
@@ -276,14 +303,24 @@ class shm_iface final : public iface {
                       std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
     static status put(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
                       std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
+    static status atomic(iface *tl, conn_id conn, const atomic_args &a, std::uint64_t cookie);
+
+    /// Where [raddr, raddr + len) of allocation `m` (checked by region_access)
+    /// is mapped here, mapping it first; nullptr if it cannot be. `out` (if
+    /// given) gets the cache entry.
+    [[nodiscard]] std::uint8_t *mapped(conn_id conn, const mem_view &m, std::uint64_t raddr,
+                                       std::size_t len, peer_mem **out = nullptr);
+    [[gnu::cold, gnu::noinline]] peer_mem *map_mem(std::uint32_t pid, std::uint32_t proc,
+                                                   const mem_view &m);
 
     /// Put or get with a region key: check it against the peer's table, then copy.
     [[nodiscard]] status region_op(cma_dir dir, conn_id conn, const struct iovec *iov,
                                    std::size_t iovcnt, std::size_t len, std::uint64_t raddr,
                                    const rkey &key);
     /// ok, or access when the key does not allow [raddr, raddr + len) with `acc`.
+    /// `mem` (if given) gets the allocation the region lies in (id 0: none).
     [[nodiscard]] status region_access(conn_id conn, const rkey &key, std::uint64_t raddr,
-                                       std::size_t len, unsigned acc);
+                                       std::size_t len, unsigned acc, mem_view *mem = nullptr);
     [[nodiscard]] const peer_table *find_table(std::uint32_t pid, std::uint32_t serial,
                                                std::uint32_t proc);
     [[gnu::cold, gnu::noinline]] const peer_table *map_table(std::uint32_t pid,
@@ -361,11 +398,15 @@ class shm_iface final : public iface {
     std::uint64_t check_interval_us_;
     std::uint64_t last_check_us_ = 0;
     std::vector<peer_table> tables_;  ///< peers' region tables, at most max_peer_tables
+    std::vector<peer_mem> mems_;      ///< peers' allocations, at most max_peer_mems
+    std::size_t last_mem_ = 0;        ///< mems_ index of the last hit (checked first)
+    bool mems_full_logged_ = false;
     std::uint64_t table_clock_ = 0;
     bool rma_declined_logged_ = false;
     bool cma_ = true;                ///< cross-memory attach allowed (config, then the first EPERM)
     std::size_t cma_min_ = 0;        ///< smallest message always read with CMA
     std::uint64_t cma_idle_us_ = 0;  ///< below cma_min_: CMA if the sender idled this long
+    std::size_t rma_cma_min_ = 0;    ///< smallest put/get with CMA on memory we do not map
     struct stats stats_ {};
 };
 
@@ -405,15 +446,24 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
     if (cfg.cma != base::config_ternary::no) {
         // Cross-memory attach reads a buffer the peer exposed (rendezvous), and
         // writes or reads a peer's registered memory (one-sided put and get,
-        // with a key). No atomics: an atomic must run on the target's CPU, with
-        // the instructions proto/'s other atomics on that memory use, so they
-        // stay on proto/'s active messages. One system call moves any size:
-        // the limits are those of the address space.
-        attr_.caps |= cap::get | cap::put;
+        // with a key) from rma_cma_min up. Memory the peer allocated for it
+        // (memory_domain::alloc) is mapped here: put and get are memcpy, and
+        // atomics are CPU atomics on the shared pages, the instructions
+        // proto/'s software atomics use on the target (cap::cpu_atomics). An
+        // atomic on other memory returns not_supported: a CMA copy is atomic
+        // with nothing, so it runs on the target's CPU (proto/'s messages).
+        // One system call or memcpy moves any size: the limits are those of
+        // the address space.
+        attr_.caps |= cap::get | cap::put | cap::atomic | cap::cpu_atomics;
         attr_.max_get = SIZE_MAX;
         attr_.max_put = SIZE_MAX;
+        constexpr std::uint32_t all = (1U << atomic_op_count) - 1;
+        attr_.atomic32 = attr_.atomic64 =
+            all & ~(atomic_bit(atomic_op::swap) | atomic_bit(atomic_op::cswap));
+        attr_.atomic32f = attr_.atomic64f = all;
         ops_.get = &get;
         ops_.put = &put;
+        ops_.atomic = &atomic;
     } else {
         WEFT_LOG(shm, debug,
                  "%s: WEFT_SHM_CMA=n: rendezvous copy through the queue, one-sided put and get "
@@ -423,6 +473,7 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
     cma_ = cfg.cma != base::config_ternary::no;
     cma_min_ = cfg.cma_min;
     cma_idle_us_ = cfg.cma_idle;
+    rma_cma_min_ = cfg.rma_cma_min;
     handlers_ = {&default_am, &default_peer_failed, nullptr, nullptr, nullptr};
 
     // Our own address, until set_local_address() gives us the endpoint's whole one.
@@ -456,6 +507,7 @@ shm_iface::~shm_iface()
         }
     }
     tables_.clear();  // unmaps peers' region tables
+    mems_.clear();    // unmaps peers' allocations (pointers from map_rkey end here)
     conns_.clear();   // unmaps peers' segments
     seg_.reset();
     unlink_segment(name_);
@@ -1087,7 +1139,7 @@ status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::siz
 {
     (void)cookie;  // cross-memory attach is done on return
     auto *s = static_cast<shm_iface *>(tl);
-    if (kind_of(key) == rkey_kind::region) {
+    if (kind_of(key) == rkey_kind::region || kind_of(key) == rkey_kind::mapped) {
         return s->region_op(cma_dir::read, conn, iov, iovcnt, len, raddr, key);
     }
     if (kind_of(key) != rkey_kind::exposure) {
@@ -1127,12 +1179,68 @@ status shm_iface::put(iface *tl, conn_id conn, const struct iovec *iov, std::siz
                                                    key);
 }
 
+namespace {
+
+/// Gather `len` bytes of `iov` to `dst` (a put into mapped memory).
+void gather_iov(std::uint8_t *dst, const struct iovec *iov, std::size_t iovcnt, std::size_t len)
+{
+    for (std::size_t i = 0; i < iovcnt && len > 0; ++i) {
+        const std::size_t n = std::min(iov[i].iov_len, len);
+        if (n != 0) {
+            std::memcpy(dst, iov[i].iov_base, n);
+        }
+        dst += n;
+        len -= n;
+    }
+}
+
+/// Scatter `len` bytes from `src` over `iov` (a get from mapped memory).
+void scatter_iov(const struct iovec *iov, std::size_t iovcnt, const std::uint8_t *src,
+                 std::size_t len)
+{
+    for (std::size_t i = 0; i < iovcnt && len > 0; ++i) {
+        const std::size_t n = std::min(iov[i].iov_len, len);
+        if (n != 0) {
+            std::memcpy(iov[i].iov_base, src, n);
+        }
+        src += n;
+        len -= n;
+    }
+}
+
+template <typename T>
+T apply_atomic(T *p, const atomic_args &a) noexcept
+{
+    // __atomic builtins on the shared pages: lock-free for 4 and 8 bytes
+    // (checked below), so atomic with respect to the target's own CPU atomics
+    // on the same location through its mapping (proto/'s amo_apply).
+    static_assert(__atomic_always_lock_free(sizeof(T), nullptr));
+    const T v = static_cast<T>(a.operand);
+    switch (a.op) {
+        case atomic_op::add:
+            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+        case atomic_op::and_:
+            return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
+        case atomic_op::or_:
+            return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
+        case atomic_op::xor_:
+            return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
+        case atomic_op::swap:
+            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+        case atomic_op::cswap: {
+            T expected = static_cast<T>(a.compare);
+            __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return expected;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
 status shm_iface::region_op(cma_dir dir, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
                             std::size_t len, std::uint64_t raddr, const rkey &key)
 {
-    if (!cma_) {
-        return rma_declined();
-    }
     if (conn >= ntx_) {
         WEFT_LOG(shm, error, "%s: %s on unknown connection %u", name_.c_str(),
                  dir == cma_dir::read ? "get" : "put", conn);
@@ -1141,8 +1249,19 @@ status shm_iface::region_op(cma_dir dir, conn_id conn, const struct iovec *iov, 
     if (tx_[conn].dead) {
         return status::unreachable;
     }
-    if (kind_of(key) != rkey_kind::region) {
+    const rkey_kind kind = kind_of(key);
+    if (kind != rkey_kind::region && kind != rkey_kind::mapped) {
         return status::access;  // an exposure is for get, and no key at all is for nothing
+    }
+    if (kind == rkey_kind::region) {
+        if (len < rma_cma_min_) {
+            // Memory we cannot map, below the size where one CMA copy beats
+            // the active messages to a polling target: those (proto/).
+            return status::not_supported;
+        }
+        if (!cma_) {
+            return rma_declined();
+        }
     }
     std::size_t room = 0;
     for (std::size_t i = 0; i < iovcnt; ++i) {
@@ -1153,18 +1272,105 @@ status shm_iface::region_op(cma_dir dir, conn_id conn, const struct iovec *iov, 
                  dir == cma_dir::read ? "get" : "put", len, room);
         return status::invalid;
     }
+    mem_view m{};
     const status allowed = region_access(
-        conn, key, raddr, len, dir == cma_dir::read ? access::remote_read : access::remote_write);
+        conn, key, raddr, len, dir == cma_dir::read ? access::remote_read : access::remote_write,
+        kind == rkey_kind::mapped ? &m : nullptr);
     if (allowed != status::ok) {
         ++stats_.keys_refused;
         return allowed;  // the target's memory is untouched
+    }
+    if (kind == rkey_kind::mapped) {
+        if (std::uint8_t *p = mapped(conn, m, raddr, len)) [[likely]] {
+            // Plain copies through our mapping of the target's pages: visible
+            // to the target as soon as the stores are (ok: done on return).
+            if (dir == cma_dir::write) {
+                gather_iov(p, iov, iovcnt, len);
+            } else {
+                scatter_iov(iov, iovcnt, p, len);
+            }
+            return status::ok;
+        }
+        // The slot names no allocation (a forged mapped bit), or it cannot be
+        // mapped here: as any registered memory.
+        if (len < rma_cma_min_) {
+            return status::not_supported;
+        }
+        if (!cma_) {
+            return rma_declined();
+        }
     }
     const status st = cma_copy(dir, conns_[conn].peer.pid(), iov, iovcnt, len, raddr);
     return st == status::not_supported ? rma_declined() : st;
 }
 
+status shm_iface::atomic(iface *tl, conn_id conn, const atomic_args &a, std::uint64_t cookie)
+{
+    (void)cookie;  // done on return
+    auto *s = static_cast<shm_iface *>(tl);
+    if ((a.width != 4 && a.width != 8) || a.raddr % a.width != 0 ||
+        static_cast<unsigned>(a.op) >= atomic_op_count || (a.fetch && a.result == nullptr))
+        [[unlikely]] {
+        return status::invalid;
+    }
+    if (conn >= s->ntx_) [[unlikely]] {
+        WEFT_LOG(shm, error, "%s: atomic on unknown connection %u", s->name_.c_str(), conn);
+        return status::invalid;
+    }
+    if (s->tx_[conn].dead) [[unlikely]] {
+        return status::unreachable;
+    }
+    const rkey_kind kind = kind_of(a.key);
+    if (kind == rkey_kind::region) {
+        return status::not_supported;  // not mapped here: the target's CPU (proto/)
+    }
+    if (kind != rkey_kind::mapped) {
+        return status::access;
+    }
+    mem_view m{};
+    if (const status st =
+            s->region_access(conn, a.key, a.raddr, a.width, access::remote_atomic, &m);
+        st != status::ok) {
+        ++s->stats_.keys_refused;
+        return st;
+    }
+    std::uint8_t *p = s->mapped(conn, m, a.raddr, a.width);
+    if (p == nullptr) {
+        return status::not_supported;
+    }
+    if (a.width == 4) {
+        const std::uint32_t old = apply_atomic(reinterpret_cast<std::uint32_t *>(p), a);
+        if (a.fetch) {
+            std::memcpy(a.result, &old, sizeof(old));
+        }
+    } else {
+        const std::uint64_t old = apply_atomic(reinterpret_cast<std::uint64_t *>(p), a);
+        if (a.fetch) {
+            std::memcpy(a.result, &old, sizeof(old));
+        }
+    }
+    return status::ok;
+}
+
+void *shm_iface::map_rkey(conn_id conn, const rkey &key, std::uint64_t raddr, std::size_t len)
+{
+    if (conn >= ntx_ || tx_[conn].dead || kind_of(key) != rkey_kind::mapped) {
+        return nullptr;  // exposures and memory we do not map have no pointer
+    }
+    mem_view m{};
+    if (region_access(conn, key, raddr, len, 0, &m) != status::ok) {
+        return nullptr;  // closed, reused, forged, or past the end
+    }
+    peer_mem *e = nullptr;
+    std::uint8_t *p = mapped(conn, m, raddr, len, &e);
+    if (p != nullptr) {
+        e->pinned = true;  // the caller holds a pointer into it from now on
+    }
+    return p;
+}
+
 status shm_iface::region_access(conn_id conn, const rkey &key, std::uint64_t raddr, std::size_t len,
-                                unsigned acc)
+                                unsigned acc, mem_view *mem)
 {
     const md_key k = md_key_of(key);
     const conn_info &ci = conns_[conn];
@@ -1175,7 +1381,108 @@ status shm_iface::region_access(conn_id conn, const rkey &key, std::uint64_t rad
     if (t == nullptr) {
         return status::access;  // no such table (its domain is gone) or a malformed one
     }
-    return check_region(t->slots, t->nslots, k, raddr, len, acc);
+    return check_region(t->slots, t->nslots, k, raddr, len, acc, mem);
+}
+
+std::uint8_t *shm_iface::mapped(conn_id conn, const mem_view &m, std::uint64_t raddr,
+                                std::size_t len, peer_mem **out)
+{
+    if (m.id == 0) {
+        return nullptr;
+    }
+    const conn_info &ci = conns_[conn];
+    const std::uint32_t pid = ci.peer.pid();
+    auto matches = [&](const peer_mem &e) {
+        // The base and length too: the slot says which object it means.
+        return e.id == m.id && e.pid == pid && e.proc == ci.proc && e.base == m.base &&
+               e.map.size() == m.len;
+    };
+    peer_mem *e = nullptr;
+    if (last_mem_ < mems_.size() && matches(mems_[last_mem_])) [[likely]] {
+        e = &mems_[last_mem_];
+    } else {
+        for (std::size_t i = 0; i < mems_.size(); ++i) {
+            if (matches(mems_[i])) {
+                e = &mems_[i];
+                last_mem_ = i;
+                break;
+            }
+        }
+        if (e == nullptr) {
+            e = map_mem(pid, ci.proc, m);
+            if (e == nullptr) {
+                return nullptr;
+            }
+            last_mem_ = static_cast<std::size_t>(e - mems_.data());
+        }
+    }
+    e->used = ++table_clock_;
+    // check_region put [raddr, raddr + len) inside the registration and that
+    // inside [m.base, m.base + m.len) = our mapping: in bounds. Checked again
+    // here, where the pointer is made.
+    const std::uint64_t off = raddr - m.base;
+    if (raddr < m.base || off > e->map.size() || len > e->map.size() - off) [[unlikely]] {
+        return nullptr;
+    }
+    if (out != nullptr) {
+        *out = e;
+    }
+    return static_cast<std::uint8_t *>(e->map.base()) + off;
+}
+
+peer_mem *shm_iface::map_mem(std::uint32_t pid, std::uint32_t proc, const mem_view &m)
+{
+    const std::string name = mem_object_name(pid, m.id);
+    const int fd = shm_open(name.c_str(), O_RDWR, 0);
+    if (fd < 0) {
+        const int err = errno;
+        WEFT_LOG(shm, debug, "%s: cannot open allocation %s: %s", name_.c_str(), name.c_str(),
+                 std::strerror(err));
+        return nullptr;
+    }
+    // The object must be exactly the size the owner's slot says (untrusted
+    // both): the range checks use it, and a shorter file would fault.
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || static_cast<std::uint64_t>(st.st_size) != m.len) {
+        WEFT_LOG(shm, debug, "%s: allocation %s is not the size its slot says (%" PRIu64 ")",
+                 name_.c_str(), name.c_str(), m.len);
+        close(fd);
+        return nullptr;
+    }
+    // Make room first: processes known dead, then the least recently used,
+    // never one map_rkey handed out (its pointer must stay valid).
+    std::erase_if(mems_, [&](const peer_mem &e) { return !e.pinned && procs_[e.proc].dead; });
+    if (mems_.size() >= max_peer_mems) {
+        auto victim = mems_.end();
+        for (auto it = mems_.begin(); it != mems_.end(); ++it) {
+            if (!it->pinned && (victim == mems_.end() || it->used < victim->used)) {
+                victim = it;
+            }
+        }
+        if (victim == mems_.end()) {
+            close(fd);
+            if (!mems_full_logged_) {
+                mems_full_logged_ = true;
+                WEFT_LOG(shm, warn,
+                         "%s: %zu peers' allocations are mapped and pointers into each were "
+                         "handed out: further ones are reached by copies",
+                         name_.c_str(), max_peer_mems);
+            }
+            return nullptr;
+        }
+        mems_.erase(victim);
+    }
+    void *base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int err = errno;
+    close(fd);
+    if (base == MAP_FAILED) {
+        WEFT_LOG(shm, debug, "%s: mmap(%s, %" PRIu64 ") failed: %s", name_.c_str(), name.c_str(),
+                 m.len, std::strerror(err));
+        return nullptr;
+    }
+    mems_.push_back(peer_mem{mapping(base, m.len), m.base, pid, m.id, proc, false, table_clock_});
+    ++stats_.mems_mapped;
+    return &mems_.back();
 }
 
 const peer_table *shm_iface::find_table(std::uint32_t pid, std::uint32_t serial, std::uint32_t proc)

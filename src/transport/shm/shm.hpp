@@ -30,6 +30,8 @@ struct config {
     std::size_t cma_min;       ///< CMA_MIN: smallest message always read with CMA
     std::uint64_t cma_idle;    ///< CMA_IDLE: us a sender must not have progressed for CMA below
                                ///< CMA_MIN (0: never)
+    std::size_t rma_cma_min;   ///< RMA_CMA_MIN: smallest put/get with CMA on memory peers do not
+                               ///< map (below: not_supported, active messages)
 };
 
 /// The "SHM" table (WEFT_SHM_*).
@@ -57,6 +59,7 @@ struct stats {
     std::uint64_t idle_sender_reads;  ///< claims below CMA_MIN read with CMA: the sender was idle
     std::uint64_t keys_refused;       ///< puts and gets refused by the target's region table
     std::uint64_t tables_mapped;      ///< peers' region tables mapped (cached, at most 32 at once)
+    std::uint64_t mems_mapped;        ///< peers' allocations mapped (cached, bounded)
 };
 
 /// The counters of an shm transport instance; nullptr if `tl` is not one.

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <type_traits>
 #include <unistd.h>
+#include <span>
 #include <vector>
 
 #include "base/config.hpp"
@@ -611,7 +612,20 @@ TEST_P(conformance, native_put_get_and_atomics_on_a_registered_region)
                      << " has no native put or atomics on registered memory: "
                         "proto/'s active messages carry them (fallback tests below)";
     }
-    std::vector<std::uint8_t> mem(8192, 0);
+    // The memory domain's own memory where it allocates any (memory_domain::
+    // alloc: shm's peers map it, so every operation here runs natively; on
+    // other memory shm sends small puts and gets and every atomic to proto/),
+    // else ordinary memory.
+    std::vector<std::uint8_t> plain(8192, 0);
+    std::span<std::uint8_t> mem(plain);
+    void *allocated = nullptr;
+    std::uint64_t alloc_handle = 0;
+    const bool own = st_.md->alloc(plain.size(), allocated, alloc_handle) == status::ok;
+    if (own) {
+        mem = {static_cast<std::uint8_t *>(allocated), plain.size()};
+        EXPECT_TRUE(std::all_of(mem.begin(), mem.end(), [](std::uint8_t b) { return b == 0; }))
+            << "allocated memory is zeroed";
+    }
     std::uint64_t handle = 0;
     constexpr unsigned all = tl::access::local | tl::access::remote_read |
                              tl::access::remote_write | tl::access::remote_atomic;
@@ -725,6 +739,9 @@ TEST_P(conformance, native_put_get_and_atomics_on_a_registered_region)
         }
     }
     st_.md->dereg(handle);
+    if (own) {
+        st_.md->free(alloc_handle);
+    }
 }
 
 // ------------------------------------------------------------------ proto/ over the transport

@@ -70,6 +70,9 @@ shm::config test_config()
     shm::config c{};
     EXPECT_EQ(weft::base::config_load(shm::config_table(), &c), status::ok);
     c.peer_check_interval = 1000;
+    // Every put and get with a key on CMA, whatever its size (the threshold
+    // has its own test).
+    c.rma_cma_min = 0;
     return c;
 }
 
@@ -268,14 +271,22 @@ TEST(shm, attributes_and_address)
     ASSERT_NE(a, nullptr);
     const weft::transport::attributes &at = a->tl->attr();
     // Active messages always; get (cross-memory attach) unless the config rules it out.
-    // Put too (with a key), never atomics: those run on the target's CPU,
-    // through proto/'s active messages.
+    // Put too (with a key), and CPU atomics on memory peers map (keys exist
+    // only with CMA): 32 and 64 bits, every op fetching, all but swap and
+    // cswap without fetching (as self).
     const bool cma = cfg.cma != weft::base::config_ternary::no;
-    EXPECT_EQ(at.caps, cap::am | (cma ? cap::get | cap::put : 0));
+    EXPECT_EQ(at.caps, cap::am | (cma ? cap::get | cap::put | cap::atomic | cap::cpu_atomics : 0));
     EXPECT_EQ(a->tl->ops().get != nullptr, cma);
     EXPECT_EQ(a->tl->ops().put != nullptr, cma);
-    EXPECT_EQ(a->tl->ops().atomic, nullptr);
-    EXPECT_EQ(at.atomic32 | at.atomic32f | at.atomic64 | at.atomic64f, 0U);
+    EXPECT_EQ(a->tl->ops().atomic != nullptr, cma);
+    const std::uint32_t all = (1U << weft::transport::atomic_op_count) - 1;
+    const std::uint32_t nofetch =
+        all & ~(weft::transport::atomic_bit(weft::transport::atomic_op::swap) |
+                weft::transport::atomic_bit(weft::transport::atomic_op::cswap));
+    EXPECT_EQ(at.atomic32f, cma ? all : 0U);
+    EXPECT_EQ(at.atomic64f, cma ? all : 0U);
+    EXPECT_EQ(at.atomic32, cma ? nofetch : 0U);
+    EXPECT_EQ(at.atomic64, cma ? nofetch : 0U);
     EXPECT_EQ(at.max_get, cma ? SIZE_MAX : 0);
     EXPECT_EQ(at.max_put, cma ? SIZE_MAX : 0);
     EXPECT_EQ(at.shared_rx, 0U);
@@ -2496,9 +2507,10 @@ TEST(shm, validate_md_table_checks_every_field)
     EXPECT_EQ(size % 4096, 0U);
     EXPECT_GE(size, sizeof(shm::md_table_header) + nslots * sizeof(shm::md_slot));
     check([](auto &x) { x.magic.store(0); }, size, "magic");
-    check([](auto &x) { x.version = 2; }, size, "version");
+    check([](auto &x) { x.version = 1; }, size, "version 1 (32-byte slots)");
+    check([](auto &x) { x.version = 3; }, size, "version");
     check([](auto &x) { x.header_size = 128; }, size, "header size");
-    check([](auto &x) { x.slot_size = 64; }, size, "slot size");
+    check([](auto &x) { x.slot_size = 32; }, size, "slot size");
     check([](auto &x) { x.nslots = 0; }, size, "no slots");
     check([](auto &x) { x.nslots = nslots + 1000; }, size, "more slots than the size holds");
     check([](auto &x) { x.nslots = shm::max_md_slots + 1; }, size, "too many slots");
