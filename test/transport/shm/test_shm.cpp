@@ -2520,3 +2520,386 @@ TEST(shm, validate_md_table_checks_every_field)
     check([](auto &) {}, size - 4096, "mapped size smaller than the header says");
     check([](auto &) {}, 32, "mapped size smaller than a header");
 }
+
+// ------------------------------------------------------------------ memory peers map
+//
+// memory_domain::alloc: one shared-memory object per allocation, which the
+// initiator maps; put and get are memcpy, atomics CPU atomics, map_rkey a
+// pointer, each after the slot check. docs/shm.md, "Memory peers map".
+
+namespace {
+
+/// An allocation of `md` (freed at scope exit).
+struct allocated {
+    tl::memory_domain *md = nullptr;
+    void *addr = nullptr;
+    std::uint64_t handle = 0;
+    std::size_t len = 0;
+    status st = status::invalid;
+
+    allocated(tl::memory_domain &m, std::size_t n) : md(&m), len(n)
+    {
+        st = m.alloc(n, addr, handle);
+    }
+    allocated(const allocated &) = delete;
+    allocated &operator=(const allocated &) = delete;
+    ~allocated()
+    {
+        if (st == status::ok) {
+            md->free(handle);
+        }
+    }
+    [[nodiscard]] std::uint8_t *bytes() const { return static_cast<std::uint8_t *>(addr); }
+    [[nodiscard]] std::uint64_t base() const { return buffer_address(addr); }
+};
+
+constexpr unsigned all_remote =
+    tl::access::remote_read | tl::access::remote_write | tl::access::remote_atomic;
+
+status atomic_key(endpoint &e, conn_id c, tl::atomic_op op, bool fetch, unsigned width,
+                  std::uint64_t operand, std::uint64_t compare, void *result, std::uint64_t raddr,
+                  const tl::rkey &k)
+{
+    tl::atomic_args a{};
+    a.op = op;
+    a.fetch = fetch;
+    a.width = static_cast<std::uint8_t>(width);
+    a.operand = operand;
+    a.compare = compare;
+    a.result = result;
+    a.raddr = raddr;
+    a.key = k;
+    return e.tl->ops().atomic(e.tl.get(), c, a, 0);
+}
+
+}  // namespace
+
+TEST(shm, allocated_memory_is_zeroed_and_put_and_get_copy_through_a_peer_mapping)
+{
+    rma_pair p;
+    // CMA would serve nothing here: every size must go through the mapping.
+    p.cfg.rma_cma_min = std::size_t{1} << 40;
+    if (!p.open()) {
+        GTEST_SKIP() << "WEFT_SHM_CMA=n: no keys, no allocations";
+    }
+    ASSERT_TRUE(p.a && p.b && p.md && p.ab != invalid_id);
+    constexpr std::size_t len = 3 * 4096 + 100;  // rounded up to 4 pages
+    allocated m(*p.md, len);
+    ASSERT_EQ(m.st, status::ok);
+    ASSERT_NE(m.addr, nullptr);
+    EXPECT_EQ(m.base() % 4096, 0U);
+    EXPECT_TRUE(std::all_of(m.bytes(), m.bytes() + 4 * 4096, [](std::uint8_t b) { return b == 0; }))
+        << "zeroed, to the end of the last page";
+    const std::uint32_t pid = static_cast<std::uint32_t>(getpid());
+    // A registration over part of it: its key says mapped.
+    keyed k;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, m.bytes() + 64, len - 64, remote_rw, k), status::ok);
+    EXPECT_NE(fields_of(k).slot & shm::md_key_mapped, 0U);
+    EXPECT_EQ(shm::kind_of(k.key), shm::rkey_kind::mapped);
+    const shm::stats *st = shm::get_stats(*p.a->tl);
+    ASSERT_NE(st, nullptr);
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{64},
+                                std::size_t{4095}, len - 64}) {
+        std::fill(m.bytes(), m.bytes() + len, 0x11);
+        std::vector<std::uint8_t> src(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            src[i] = payload(i, n);
+        }
+        const std::size_t off = 64 + (n == len - 64 ? 0 : (n * 7) % 2048 + 1);
+        const std::size_t cut = n / 3;
+        const struct iovec iov[3] = {{src.data(), cut}, {nullptr, 0}, {src.data() + cut, n - cut}};
+        ASSERT_EQ(p.a->tl->ops().put(p.a->tl.get(), p.ab, iov, 3, n, m.base() + off, k.key, 1),
+                  status::ok)
+            << "put of " << n;
+        EXPECT_TRUE(std::equal(src.begin(), src.end(), m.bytes() + off)) << "put of " << n;
+        EXPECT_EQ(std::count(m.bytes(), m.bytes() + len, 0x11), static_cast<long>(len - n))
+            << "put of " << n << " wrote outside its range";
+        std::vector<std::uint8_t> back(n + 1, 0xee);
+        const struct iovec biov[2] = {{back.data(), n - cut}, {back.data() + n - cut, cut + 1}};
+        ASSERT_EQ(p.a->tl->ops().get(p.a->tl.get(), p.ab, biov, 2, n, m.base() + off, k.key, 2),
+                  status::ok)
+            << "get of " << n;
+        EXPECT_TRUE(std::equal(src.begin(), src.end(), back.begin())) << "get of " << n;
+        EXPECT_EQ(back[n], 0xee) << "get of " << n << " wrote past its length";
+    }
+    EXPECT_EQ(st->mems_mapped, 1U) << "mapped once, then cached";
+    EXPECT_EQ(st->keys_refused, 0U);
+    // Outside the registration (before it, past its end): refused, untouched.
+    std::fill(m.bytes(), m.bytes() + len, 0x11);
+    const std::uint8_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    EXPECT_EQ(put_key(*p.a, p.ab, v, 8, m.base(), k.key), status::access);
+    EXPECT_EQ(put_key(*p.a, p.ab, v, 8, m.base() + len - 4, k.key), status::access);
+    // A read-only registration of the same memory: get only.
+    keyed ro;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, m.bytes(), 4096, tl::access::remote_read, ro), status::ok);
+    EXPECT_EQ(put_key(*p.a, p.ab, v, 8, m.base(), ro.key), status::access);
+    std::uint8_t got[8] = {};
+    EXPECT_EQ(get_key(*p.a, p.ab, got, 8, m.base(), ro.key), status::ok);
+    EXPECT_EQ(got[0], 0x11);
+    EXPECT_EQ(std::count(m.bytes(), m.bytes() + len, 0x11), static_cast<long>(len));
+    // Closed: refused through the cached mapping.
+    p.md->dereg(k.handle);
+    EXPECT_EQ(put_key(*p.a, p.ab, v, 8, m.base() + 64, k.key), status::access);
+    EXPECT_EQ(m.bytes()[64], 0x11);
+    p.md->dereg(ro.handle);
+    // The object is in /dev/shm while allocated, under the allocation's name
+    // (the handle is its id).
+    EXPECT_TRUE(
+        file_exists("/dev/shm" + shm::mem_object_name(pid, static_cast<std::uint32_t>(m.handle))));
+}
+
+TEST(shm, an_allocation_is_unlinked_when_freed_and_a_forked_child_cannot_allocate)
+{
+    const shm::config cfg = test_config();
+    if (cfg.cma == weft::base::config_ternary::no) {
+        auto md = shm::open_md(cfg);
+        void *addr = nullptr;
+        std::uint64_t h = 0;
+        EXPECT_EQ(md->alloc(4096, addr, h), status::not_supported) << "no keys: no allocations";
+        GTEST_SKIP() << "WEFT_SHM_CMA=n";
+    }
+    auto md = shm::open_md(cfg);
+    auto a = open_ep(1, cfg);
+    ASSERT_TRUE(md && a);
+    void *addr = nullptr;
+    std::uint64_t h = 0;
+    EXPECT_EQ(md->alloc(0, addr, h), status::not_supported);
+    ASSERT_EQ(md->alloc(5000, addr, h), status::ok);
+    keyed k;
+    ASSERT_EQ(reg_key(*md, *a->tl, addr, 5000, remote_rw, k), status::ok);
+    const std::string path = "/dev/shm" + shm::mem_object_name(static_cast<std::uint32_t>(getpid()),
+                                                               static_cast<std::uint32_t>(h));
+    EXPECT_TRUE(file_exists(path));
+    // Freed with a registration still open: that registration dies first.
+    md->free(h);
+    EXPECT_FALSE(file_exists(path));
+    conn_id self_conn = invalid_id;
+    ASSERT_EQ(a->tl->connect(a->addr, self_conn), status::ok);
+    EXPECT_EQ(a->tl->map_rkey(self_conn, k.key, buffer_address(addr), 8), nullptr);
+    const pid_t child = fork();
+    if (child == 0) {
+        void *x = nullptr;
+        std::uint64_t hx = 0;
+        _exit(md->alloc(4096, x, hx) == status::not_supported ? 0 : 1);
+    }
+    int wst = 0;
+    ASSERT_EQ(waitpid(child, &wst, 0), child);
+    EXPECT_TRUE(WIFEXITED(wst) && WEXITSTATUS(wst) == 0) << "a forked child's allocation";
+}
+
+TEST(shm, atomics_on_a_mapped_key_are_cpu_atomics_and_others_go_to_the_target)
+{
+    OPEN_RMA_PAIR(p);
+    allocated m(*p.md, 4096);
+    ASSERT_EQ(m.st, status::ok);
+    keyed k;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, m.addr, 4096, all_remote, k), status::ok);
+    const tl::attributes &at = p.a->tl->attr();
+    std::uint64_t *word = reinterpret_cast<std::uint64_t *>(m.bytes() + 64);
+    for (const unsigned width : {4U, 8U}) {
+        for (unsigned op = 0; op < tl::atomic_op_count; ++op) {
+            for (const bool fetch : {false, true}) {
+                const std::uint32_t mask = width == 4 ? (fetch ? at.atomic32f : at.atomic32)
+                                                      : (fetch ? at.atomic64f : at.atomic64);
+                if ((mask & (1U << op)) == 0) {
+                    continue;
+                }
+                const std::uint64_t init = 0x1234567890abcdefULL;
+                const std::uint64_t operand = 0x0f0f0f0f00ff00ffULL;
+                std::memcpy(word, &init, 8);
+                std::uint64_t result = 0;
+                const auto aop = static_cast<tl::atomic_op>(op);
+                ASSERT_EQ(atomic_key(*p.a, p.ab, aop, fetch, width, operand, init,
+                                     fetch ? &result : nullptr, m.base() + 64, k.key),
+                          status::ok)
+                    << "op " << op << " width " << width;
+                const std::uint64_t mk = width == 4 ? 0xffffffffULL : ~0ULL;
+                const std::uint64_t x = init & mk;
+                const std::uint64_t y = operand & mk;
+                std::uint64_t want = x;
+                switch (aop) {
+                    case tl::atomic_op::add:
+                        want = (x + y) & mk;
+                        break;
+                    case tl::atomic_op::and_:
+                        want = x & y;
+                        break;
+                    case tl::atomic_op::or_:
+                        want = x | y;
+                        break;
+                    case tl::atomic_op::xor_:
+                        want = x ^ y;
+                        break;
+                    case tl::atomic_op::swap:
+                    case tl::atomic_op::cswap:
+                        want = y;
+                        break;
+                }
+                std::uint64_t now = 0;
+                std::memcpy(&now, word, width);
+                EXPECT_EQ(now, want) << "op " << op << " width " << width;
+                if (width == 4) {
+                    EXPECT_EQ(std::memcmp(m.bytes() + 68,
+                                          reinterpret_cast<const std::uint8_t *>(&init) + 4, 4),
+                              0)
+                        << "a 32-bit op wrote the next 4 bytes";
+                }
+                if (fetch) {
+                    EXPECT_EQ(result & mk, x) << "old value, op " << op << " width " << width;
+                }
+            }
+        }
+    }
+    // A failing cswap leaves the word and returns it.
+    *word = 5;
+    std::uint64_t old = 0;
+    ASSERT_EQ(
+        atomic_key(*p.a, p.ab, tl::atomic_op::cswap, true, 8, 9, 4, &old, m.base() + 64, k.key),
+        status::ok);
+    EXPECT_EQ(old, 5U);
+    EXPECT_EQ(*word, 5U);
+    // Misaligned, bad width, fetch without a result: invalid.
+    EXPECT_EQ(
+        atomic_key(*p.a, p.ab, tl::atomic_op::add, false, 8, 1, 0, nullptr, m.base() + 68, k.key),
+        status::invalid);
+    EXPECT_EQ(
+        atomic_key(*p.a, p.ab, tl::atomic_op::add, false, 2, 1, 0, nullptr, m.base() + 64, k.key),
+        status::invalid);
+    EXPECT_EQ(
+        atomic_key(*p.a, p.ab, tl::atomic_op::add, true, 8, 1, 0, nullptr, m.base() + 64, k.key),
+        status::invalid);
+    // Past the registration, or without remote_atomic: access, untouched.
+    keyed rw;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, m.addr, 2048, remote_rw, rw), status::ok);
+    EXPECT_EQ(
+        atomic_key(*p.a, p.ab, tl::atomic_op::add, false, 8, 1, 0, nullptr, m.base() + 64, rw.key),
+        status::access);
+    EXPECT_EQ(
+        atomic_key(*p.a, p.ab, tl::atomic_op::add, false, 8, 1, 0, nullptr, m.base() + 4096, k.key),
+        status::access);
+    EXPECT_EQ(*word, 5U);
+    // Memory the initiator does not map: the target's CPU (proto/'s messages).
+    std::vector<std::uint64_t> plain(8, 7);
+    keyed pk;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, plain.data(), 64, all_remote, pk), status::ok);
+    EXPECT_EQ(shm::kind_of(pk.key), shm::rkey_kind::region);
+    EXPECT_EQ(atomic_key(*p.a, p.ab, tl::atomic_op::add, false, 8, 1, 0, nullptr,
+                         buffer_address(plain.data()), pk.key),
+              status::not_supported);
+    EXPECT_EQ(plain[0], 7U);
+    // Closed: refused.
+    p.md->dereg(k.handle);
+    EXPECT_EQ(
+        atomic_key(*p.a, p.ab, tl::atomic_op::add, false, 8, 1, 0, nullptr, m.base() + 64, k.key),
+        status::access);
+    EXPECT_EQ(*word, 5U);
+    p.md->dereg(rw.handle);
+    p.md->dereg(pk.handle);
+}
+
+TEST(shm, map_rkey_gives_the_mapping_only_for_a_live_range_of_a_mapped_key)
+{
+    OPEN_RMA_PAIR(p);
+    constexpr std::size_t len = 8192;
+    allocated m(*p.md, len);
+    ASSERT_EQ(m.st, status::ok);
+    keyed k;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, m.addr, len, remote_rw, k), status::ok);
+    auto *ptr = static_cast<std::uint8_t *>(p.a->tl->map_rkey(p.ab, k.key, m.base(), len));
+    ASSERT_NE(ptr, nullptr);
+    EXPECT_NE(ptr, m.bytes()) << "the initiator's own mapping of the object";
+    // Stores either side are the other's loads (one object, two mappings).
+    ptr[100] = 0x5a;
+    EXPECT_EQ(m.bytes()[100], 0x5a);
+    m.bytes()[len - 1] = 0xa5;
+    EXPECT_EQ(ptr[len - 1], 0xa5);
+    auto *mid = static_cast<std::uint8_t *>(p.a->tl->map_rkey(p.ab, k.key, m.base() + 4000, 10));
+    EXPECT_EQ(mid, ptr + 4000);
+    EXPECT_NE(p.a->tl->map_rkey(p.ab, k.key, m.base() + len, 0), nullptr) << "empty, at the end";
+    // Past the end, before the start, on an unknown connection.
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab, k.key, m.base() + len - 4, 8), nullptr);
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab, k.key, m.base() - 8, 8), nullptr);
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab + 100, k.key, m.base(), 8), nullptr);
+    // A rendezvous exposure and a key of memory not mapped: no pointer.
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab, tl::rkey{}, m.base(), 8), nullptr);
+    std::vector<std::uint8_t> plain(64);
+    keyed pk;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, plain.data(), plain.size(), remote_rw, pk), status::ok);
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab, pk.key, buffer_address(plain.data()), 8), nullptr);
+    // Forged: the mapped bit on a registration outside any allocation, another
+    // generation, another slot, another pid.
+    shm::md_key f = fields_of(pk);
+    f.slot |= shm::md_key_mapped;
+    tl::rkey forged{};
+    ASSERT_EQ(forge(*p.a->tl, f, forged), status::ok);
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab, forged, buffer_address(plain.data()), 8), nullptr);
+    const std::uint8_t v = 0x42;
+    EXPECT_EQ(put_key(*p.a, p.ab, &v, 1, buffer_address(plain.data()), forged), status::ok)
+        << "a mapped bit the slot does not back: an ordinary CMA put";
+    EXPECT_EQ(plain[0], 0x42);
+    for (const auto change : {+[](shm::md_key &x) { ++x.generation; },
+                              +[](shm::md_key &x) { x.slot = (x.slot + 1) | shm::md_key_mapped; },
+                              +[](shm::md_key &x) { ++x.pid; }}) {
+        shm::md_key g = fields_of(k);
+        change(g);
+        ASSERT_EQ(forge(*p.a->tl, g, forged), status::ok);
+        EXPECT_EQ(p.a->tl->map_rkey(p.ab, forged, m.base(), 8), nullptr);
+    }
+    // Closed: no pointer any more (the old one stays mapped, unused).
+    p.md->dereg(k.handle);
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab, k.key, m.base(), 8), nullptr);
+    // Reused slot, new generation, same allocation: a pointer again.
+    keyed k2;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, m.addr, len, remote_rw, k2), status::ok);
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab, k.key, m.base(), 8), nullptr);
+    EXPECT_EQ(p.a->tl->map_rkey(p.ab, k2.key, m.base(), 8), ptr);
+    p.md->dereg(k2.handle);
+    p.md->dereg(pk.handle);
+}
+
+TEST(shm, rma_cma_min_sends_small_puts_and_gets_on_memory_not_mapped_to_active_messages)
+{
+    {
+        shm::config c{};
+        ASSERT_EQ(weft::base::config_load(shm::config_table(), &c), status::ok);
+        if (std::getenv("WEFT_SHM_RMA_CMA_MIN") == nullptr) {
+            EXPECT_EQ(c.rma_cma_min, std::size_t{65536}) << "the default";
+        }
+    }
+    rma_pair p;
+    p.cfg.rma_cma_min = 4096;
+    if (!p.open()) {
+        GTEST_SKIP() << "WEFT_SHM_CMA=n";
+    }
+    ASSERT_TRUE(p.a && p.b && p.md && p.ab != invalid_id);
+    std::vector<std::uint8_t> mem(8192, 0x11);
+    keyed k;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, mem.data(), mem.size(), remote_rw, k), status::ok);
+    std::vector<std::uint8_t> src(4096, 0x77);
+    std::vector<std::uint8_t> back(4096, 0);
+    const std::uint64_t base = buffer_address(mem.data());
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 4095, base, k.key), status::not_supported);
+    EXPECT_EQ(get_key(*p.a, p.ab, back.data(), 4095, base, k.key), status::not_supported);
+    EXPECT_EQ(std::count(mem.begin(), mem.end(), 0x11), 8192);
+    const shm::stats *st = shm::get_stats(*p.a->tl);
+    EXPECT_EQ(st->tables_mapped, 0U) << "declined before looking at the table";
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 4096, base, k.key), status::ok) << "CMA";
+    EXPECT_EQ(get_key(*p.a, p.ab, back.data(), 4096, base + 1, k.key), status::ok);
+    EXPECT_EQ(std::count(back.begin(), back.end(), 0x77), 4095);
+    // Below the threshold a bad key is the fallback's to refuse; above it, ours.
+    shm::md_key f = fields_of(k);
+    ++f.generation;
+    tl::rkey stale{};
+    ASSERT_EQ(forge(*p.a->tl, f, stale), status::ok);
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 100, base, stale), status::not_supported);
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 4096, base, stale), status::access);
+    // Mapped memory: native at every size.
+    allocated m(*p.md, 4096);
+    ASSERT_EQ(m.st, status::ok);
+    keyed mk;
+    ASSERT_EQ(reg_key(*p.md, *p.a->tl, m.addr, 4096, remote_rw, mk), status::ok);
+    EXPECT_EQ(put_key(*p.a, p.ab, src.data(), 1, m.base(), mk.key), status::ok);
+    EXPECT_EQ(m.bytes()[0], 0x77);
+    p.md->dereg(mk.handle);
+    p.md->dereg(k.handle);
+}
