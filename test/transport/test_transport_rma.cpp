@@ -601,6 +601,66 @@ TEST_P(transport_rma, reregistered_memory_gets_a_fresh_key)
         opt));
 }
 
+// weft_mr_alloc: memory node peers map. Put, get and atomics work as on any
+// region; weft_rkey_ptr gives a pointer on self (own memory) and shm (the
+// owner's shared object mapped here), and its loads and stores are the
+// region's; CPU atomics through it and weft atomics on the same word are
+// atomic together. Over verbs (no mapping between the ranks) there is no pointer.
+TEST_P(transport_rma, allocated_memory_is_mapped_by_node_peers)
+{
+    const bool mapped = GetParam() != "verbs";
+    ASSERT_TRUE(run(2, [mapped](rank_ctx &c) {
+        constexpr std::size_t len = 1 << 20;
+        void *mem = nullptr;
+        region rg;
+        rg.owns = false;  // weft_mr_close frees it
+        WEFT_TCHECK_OK(weft_mr_alloc(c.domain, len, all_remote, 0, &mem, &rg.mr));
+        WEFT_TCHECK(mem != nullptr && reinterpret_cast<std::uintptr_t>(mem) % 4096 == 0);
+        rg.mem = static_cast<std::uint8_t *>(mem);
+        rg.len = len;
+        for (std::size_t i = 0; i < len; i += 4096) {
+            WEFT_TCHECK_EQ(rg.mem[i], 0);  // zeroed
+        }
+        share(c, rg, 2, 20);
+        WEFT_TCHECK(weft_rkey_ptr(nullptr, 0, 8) == nullptr);
+        if (c.plays(0)) {
+            std::vector<std::uint8_t> src(len);
+            fill_pattern(src.data(), len, seed_of(20));
+            POST("put",
+                 weft_put(c.ep, src.data(), len, nullptr, rg.base[1], rg.keys[1], op_ctx(1)));
+            (void)c.wait_ok(op_ctx(1));
+            auto *p = static_cast<std::uint8_t *>(weft_rkey_ptr(rg.keys[1], rg.base[1], len));
+            WEFT_TCHECK_EQ(p != nullptr, mapped);
+            WEFT_TCHECK(weft_rkey_ptr(rg.keys[1], rg.base[1] + len - 4, 8) ==
+                        nullptr);  // past the end
+            if (p != nullptr) {
+                WEFT_TCHECK_EQ(find_pattern_mismatch(p, len, seed_of(20)), SIZE_MAX);
+                // Stores through the pointer are the region's.
+                std::memset(p + 4096, 0x3c, 64);
+                std::uint8_t back[64];
+                POST("get",
+                     weft_get(c.ep, back, 64, nullptr, rg.base[1] + 4096, rg.keys[1], op_ctx(2)));
+                (void)c.wait_ok(op_ctx(2));
+                for (std::uint8_t b : back) {
+                    WEFT_TCHECK_EQ(b, 0x3c);
+                }
+                // CPU atomics through the pointer and weft atomics on one word.
+                auto *word = reinterpret_cast<std::uint64_t *>(p + 8192);
+                __atomic_store_n(word, 0, __ATOMIC_SEQ_CST);
+                const std::uint64_t one = 1;
+                for (int i = 0; i < 1000; ++i) {
+                    __atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
+                    POST("add", weft_atomic(c.ep, &one, 1, rg.base[1] + 8192, rg.keys[1],
+                                            WEFT_UINT64, WEFT_SUM, op_ctx(3)));
+                    (void)c.wait_ok(op_ctx(3));
+                }
+                WEFT_TCHECK_EQ(__atomic_load_n(word, __ATOMIC_SEQ_CST), std::uint64_t{2000});
+            }
+        }
+        c.barrier();
+    }));
+}
+
 // ------------------------------------------------------------------ events, inject, ordering
 
 TEST_P(transport_rma, put_data_and_remote_counters)
