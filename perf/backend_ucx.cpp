@@ -7,7 +7,8 @@
 //
 // One-sided: the context adds UCP_FEATURE_RMA | UCP_FEATURE_AMO64 (only when a
 // one-sided benchmark runs). The target region is mapped with ucp_mem_map
-// (the driver's memory, not allocated by UCX), its key packed with
+// (the driver's memory, not allocated by UCX; with --alloc, memory ucp_mem_map
+// allocates, which posix/sysv map at the peer), its key packed with
 // ucp_rkey_pack and sent with its address through PMIx, as the worker address
 // is; the peer unpacks it with ucp_ep_rkey_unpack. The put source and get
 // destination are mapped too and passed as memh. Operations: ucp_put_nbx,
@@ -86,7 +87,7 @@ class ucx_backend final : public backend {
         if (alloc_ == nullptr) {
             return kernels::run(*this, p);
         }
-        // --ucx-alloc: the kernels see UCX's region as the target region.
+        // --alloc: the kernels see UCX's region as the target region.
         buffers b = *p.buf;
         b.recv[0] = alloc_;
         run_params q = p;
@@ -279,7 +280,7 @@ class ucx_backend final : public backend {
     ucp_mem_h get_memh_ = nullptr;     ///< buffers::recv[1], where gets land
     ucp_rkey_h rkey_ = nullptr;        ///< the peer's target region
     std::uint64_t peer_base_ = 0;      ///< its address in the peer
-    char *alloc_ = nullptr;            ///< --ucx-alloc: the target region UCX allocated
+    char *alloc_ = nullptr;            ///< --alloc: the target region UCX allocated
 };
 
 void ucx_backend::init()
@@ -407,7 +408,7 @@ void ucx_backend::map_memory(const buffers &buf)
         check_ucs(ucp_mem_map(ctx_, &mp, &memh), what);
         return memh;
     };
-    if (opt_.ucx_alloc) {
+    if (opt_.alloc) {
         ucp_mem_map_params_t mp;
         std::memset(&mp, 0, sizeof(mp));
         mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
@@ -456,7 +457,7 @@ void ucx_backend::map_memory(const buffers &buf)
     // The lanes of the endpoint now that it has RMA and AMO lanes too.
     describe_lanes();
     if (alloc_ != nullptr) {
-        describe_ += ", target region allocated by UCX (--ucx-alloc)";
+        describe_ += ", target region allocated by UCX (--alloc)";
     }
 }
 

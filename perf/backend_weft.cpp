@@ -10,7 +10,8 @@
 // either), completed by polling weft_cq_read.
 //
 // One-sided: the target region is registered with weft_mr_reg (remote read,
-// write, atomic), its packed key (weft_mr_pack_key) and address go to the peer
+// write, atomic) -- or, with --alloc, allocated with weft_mr_alloc, memory the
+// peer maps -- its packed key (weft_mr_pack_key) and address go to the peer
 // through PMIx, which unpacks it with weft_rkey_unpack. Puts up to the inject
 // size use weft_inject_put (no completion to read, as a UCX put that completes
 // at once); larger ones weft_put. Gets are weft_get, atomics weft_fetch_atomic
@@ -49,7 +50,18 @@ class weft_backend final : public backend {
 
     [[nodiscard]] const char *name() const noexcept override { return "weft"; }
     [[nodiscard]] std::string describe() const override { return describe_; }
-    [[nodiscard]] double run(const run_params &p) override { return kernels::run(*this, p); }
+    [[nodiscard]] double run(const run_params &p) override
+    {
+        if (alloc_ == nullptr) {
+            return kernels::run(*this, p);
+        }
+        // --alloc: the kernels see weft's region as the target region.
+        buffers b = *p.buf;
+        b.recv[0] = alloc_;
+        run_params q = p;
+        q.buf = &b;
+        return kernels::run(*this, q);
+    }
     void map_memory(const buffers &buf) override;
     void finalize() override;
 
@@ -235,6 +247,7 @@ class weft_backend final : public backend {
     void *get_desc_ = nullptr;
     weft_rkey_t *rkey_ = nullptr;  ///< the peer's target region
     std::uint64_t peer_base_ = 0;  ///< its address in the peer
+    char *alloc_ = nullptr;        ///< --alloc: the target region weft allocated
 };
 
 void weft_backend::cq_error(ssize_t rc)
@@ -341,11 +354,18 @@ struct weft_key_msg {
 
 void weft_backend::map_memory(const buffers &buf)
 {
-    check_weft(weft_mr_reg(domain_, buf.recv[0], buf.region_len,
-                           WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ | WEFT_ACCESS_REMOTE_WRITE |
-                               WEFT_ACCESS_REMOTE_ATOMIC,
-                           0, &target_mr_),
-               "weft_mr_reg (target region)");
+    constexpr std::uint64_t target_access = WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ |
+                                            WEFT_ACCESS_REMOTE_WRITE | WEFT_ACCESS_REMOTE_ATOMIC;
+    if (opt_.alloc) {
+        void *at = nullptr;
+        check_weft(weft_mr_alloc(domain_, buf.region_len, target_access, 0, &at, &target_mr_),
+                   "weft_mr_alloc (target region)");
+        alloc_ = static_cast<char *>(at);
+        std::memset(alloc_, 0, buf.region_len);  // touched, as the driver's buffers are
+    } else {
+        check_weft(weft_mr_reg(domain_, buf.recv[0], buf.region_len, target_access, 0, &target_mr_),
+                   "weft_mr_reg (target region)");
+    }
     check_weft(weft_mr_reg(domain_, buf.send, buf.region_len, WEFT_ACCESS_LOCAL, 0, &send_mr_),
                "weft_mr_reg (put source)");
     check_weft(weft_mr_reg(domain_, buf.recv[1], buf.region_len, WEFT_ACCESS_LOCAL, 0, &get_mr_),
@@ -355,7 +375,7 @@ void weft_backend::map_memory(const buffers &buf)
 
     weft_key_msg mine;
     std::memset(&mine, 0, sizeof(mine));
-    mine.base = reinterpret_cast<std::uintptr_t>(buf.recv[0]);
+    mine.base = reinterpret_cast<std::uintptr_t>(alloc_ != nullptr ? alloc_ : buf.recv[0]);
     mine.len = buf.region_len;
     std::size_t klen = sizeof(mine.key);
     check_weft(weft_mr_pack_key(target_mr_, mine.key, &klen), "weft_mr_pack_key");
@@ -378,7 +398,8 @@ void weft_backend::map_memory(const buffers &buf)
     peer_base_ = theirs.base;
 
     char line[128];
-    std::snprintf(line, sizeof(line), ", rma: key %zu B, put inject <= %zu B", klen, inject_size_);
+    std::snprintf(line, sizeof(line), ", rma: key %zu B, put inject <= %zu B%s", klen, inject_size_,
+                  alloc_ != nullptr ? ", target region from weft_mr_alloc (--alloc)" : "");
     describe_ += line;
 }
 

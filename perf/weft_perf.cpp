@@ -57,7 +57,7 @@ struct options {
     bool verbose = false;
     /// Bytes between a page boundary and the start of every buffer (0: page aligned).
     std::size_t offset = 0;
-    bool ucx_alloc = false;
+    bool alloc = false;
 };
 
 #ifdef WEFT_HAVE_UCX
@@ -101,9 +101,8 @@ void usage(FILE *f)
         "      --offset N        start every buffer N bytes after a page boundary (a multiple\n"
         "                        of 8; default 0: copies between page-aligned buffers can be\n"
         "                        slow at 3-8 KiB)\n"
-        "      --ucx-alloc       one-sided: UCX's target region is memory UCX allocates\n"
-        "                        (UCP_MEM_MAP_ALLOCATE), which its shared-memory transports\n"
-        "                        reach directly; weft keeps the driver's buffer (context only)\n"
+        "      --alloc           one-sided: each library allocates its own target region\n"
+        "                        (weft_mr_alloc, UCP_MEM_MAP_ALLOCATE): memory the peer maps\n"
         "      --verify          fill and check every message (default)\n"
         "      --no-verify       timing mode: no data checks inside the timed loop\n"
         "      --csv FILE        write rows benchmark,size,backend,min,median,max\n"
@@ -177,7 +176,7 @@ constexpr bench_kind all_benches[] = {
 
 [[nodiscard]] options parse_args(int argc, char **argv)
 {
-    enum { opt_verify = 256, opt_no_verify, opt_csv, opt_corrupt, opt_offset, opt_ucx_alloc };
+    enum { opt_verify = 256, opt_no_verify, opt_csv, opt_corrupt, opt_offset, opt_alloc };
     static const option longopts[] = {
         {"bench", required_argument, nullptr, 'b'},
         {"backend", required_argument, nullptr, 'B'},
@@ -194,7 +193,7 @@ constexpr bench_kind all_benches[] = {
         {"csv", required_argument, nullptr, opt_csv},
         {"corrupt", no_argument, nullptr, opt_corrupt},
         {"offset", required_argument, nullptr, opt_offset},
-        {"ucx-alloc", no_argument, nullptr, opt_ucx_alloc},
+        {"alloc", no_argument, nullptr, opt_alloc},
         {"verbose", no_argument, nullptr, 'v'},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
@@ -281,8 +280,8 @@ constexpr bench_kind all_benches[] = {
             case opt_corrupt:
                 o.corrupt = true;
                 break;
-            case opt_ucx_alloc:
-                o.ucx_alloc = true;
+            case opt_alloc:
+                o.alloc = true;
                 break;
             case opt_offset:
                 o.offset = parse_size(optarg, "--offset");
@@ -521,7 +520,7 @@ void harness::setup()
     bo.window = opt_.window;
     bo.verbose = opt_.verbose;
     bo.one_sided = std::any_of(opt_.benches.begin(), opt_.benches.end(), is_one_sided);
-    bo.ucx_alloc = opt_.ucx_alloc;
+    bo.alloc = opt_.alloc;
     for (const std::string &name : opt_.backends) {
         std::unique_ptr<backend> b;
         if (name == "weft") {

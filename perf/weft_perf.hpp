@@ -117,8 +117,8 @@ class bootstrap {
 ///
 /// One-sided benchmarks: recv[0] is the target region, registered by both
 /// backends for remote read, write and atomics (its key and address given to
-/// the peer); rank 0 puts from send and gets into recv[1] (both registered as
-/// local buffers).
+/// the peer), or replaced by a region each backend allocates (--alloc); rank 0
+/// puts from send and gets into recv[1] (both registered as local buffers).
 struct buffers {
     char *send = nullptr;        ///< send buffer (one region)
     char *recv[2] = {};          ///< receive buffers (bibw alternates between two)
@@ -189,12 +189,13 @@ struct backend_options {
     /// weft's default caps anyway), UCX for UCP_FEATURE_RMA | UCP_FEATURE_AMO64
     /// (only then, so that the tagged benchmarks see the same UCX as before).
     bool one_sided = false;
-    /// UCX's one-sided target region is memory UCX allocates (ucp_mem_map with
-    /// UCP_MEM_MAP_ALLOCATE) instead of the driver's buffers::recv[0]: UCX's
-    /// shared-memory transports can then reach it directly (context for the
-    /// comparison, not the comparison itself: the two backends no longer use
-    /// the same target memory).
-    bool ucx_alloc = false;
+    /// The one-sided target region is memory the library allocates (weft_mr_alloc,
+    /// ucp_mem_map with UCP_MEM_MAP_ALLOCATE) instead of the driver's
+    /// buffers::recv[0]: memory the peer on the node can map, where puts, gets
+    /// and atomics are loads, stores and CPU atomics. Each backend's run then
+    /// uses its own region as the target (the put source and get destination
+    /// stay the driver's).
+    bool alloc = false;
 };
 
 /// The weft backend (weft_getinfo with WEFT_TAGGED, CQ of context entries,

@@ -6,7 +6,7 @@
 # eager/rendezvous thresholds, for each backend named in
 # WEFT_PERF_CHECK_BACKENDS (default: weft, and ucx when built in). Then
 # --corrupt (one damaged message) must make each benchmark fail, which shows
-# the check can fail.
+# the check can fail; and the one-sided ones run once more with --alloc.
 set -u
 
 wp="${WEFT_PERF:-./perf/weft_perf}"
@@ -76,6 +76,20 @@ for backend in $backends; do
             failed=$((failed + 1))
         fi
     done
+done
+
+# The one-sided benchmarks once more on memory each library allocates (--alloc:
+# peers map it, puts and gets are copies, atomics CPU atomics).
+for backend in $backends; do
+    if "${launch[@]}" "$wp" -B "$backend" -b rma -s "${sizes#0,}" -i 4 -w 1 -r 1 -W 16 \
+        --verify --alloc >"$log" 2>&1; then
+        echo "PASS: $backend rma --alloc --verify"
+        passed=$((passed + 1))
+    else
+        echo "FAIL: $backend rma --alloc --verify"
+        cat "$log"
+        failed=$((failed + 1))
+    fi
 done
 
 echo "$passed passed, $failed failed"
