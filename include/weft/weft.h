@@ -718,8 +718,9 @@ ssize_t weft_putv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t co
  */
 ssize_t weft_putdata(weft_ep_t *ep, const void *buf, size_t len, void *desc, uint64_t data,
                      uint64_t addr, weft_rkey_t *rkey, void *context);
-/** Write up to WEFT_OPT_INJECT_SIZE bytes; the buffer is reusable on return; no CQ entry
- *  (counters still count it, and weft_ep_flush() waits for it). */
+/** Write up to 4096 bytes (the RMA inject limit, whatever WEFT_OPT_INJECT_SIZE says for
+ *  tagged injects); the buffer is reusable on return; no CQ entry (counters still count
+ *  it, and weft_ep_flush() waits for it). Longer: -WEFT_EINVAL. */
 ssize_t weft_inject_put(weft_ep_t *ep, const void *buf, size_t len, uint64_t addr,
                         weft_rkey_t *rkey);
 /** As weft_inject_put(), with remote CQ data. */
