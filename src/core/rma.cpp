@@ -92,6 +92,27 @@ rma_desc desc_of(deferred_op *op)
             &op->key, &op->amo,       op->context, op->flags, op->data};
 }
 
+/// The buffers a deferred operation reads when it starts: the caller's iovec,
+/// or (inject: reusable on return) a copy of the data.
+void keep_buffers(deferred_op *op, const iovec *iov, std::size_t iovcnt, std::size_t len,
+                  bool inject)
+{
+    if (!inject) {
+        std::copy_n(iov, iovcnt, op->iov.begin());
+        op->iovcnt = iovcnt;
+        return;
+    }
+    op->copy.resize(len);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < iovcnt && at < len; ++i) {
+        const std::size_t n = std::min(iov[i].iov_len, len - at);
+        std::memcpy(op->copy.data() + at, iov[i].iov_base, n);
+        at += n;
+    }
+    op->iov[0] = {op->copy.data(), len};
+    op->iovcnt = 1;
+}
+
 /// Copy what an operation needs to start later into `op` (kind, flags set).
 void fill_rma(deferred_op *op, const rma_desc &d)
 {
@@ -116,20 +137,7 @@ void fill_rma(deferred_op *op, const rma_desc &d)
         }
         return;
     }
-    if ((d.flags & WEFT_INJECT) != 0) {
-        op->copy.resize(d.len);
-        std::size_t at = 0;
-        for (std::size_t i = 0; i < d.iovcnt && at < d.len; ++i) {
-            const std::size_t n = std::min(d.iov[i].iov_len, d.len - at);
-            std::memcpy(op->copy.data() + at, d.iov[i].iov_base, n);
-            at += n;
-        }
-        op->iov[0] = {op->copy.data(), d.len};
-        op->iovcnt = 1;
-        return;
-    }
-    std::copy_n(d.iov, d.iovcnt, op->iov.begin());
-    op->iovcnt = d.iovcnt;
+    keep_buffers(op, d.iov, d.iovcnt, d.len, (d.flags & WEFT_INJECT) != 0);
 }
 
 void append(deferred_op *&head, deferred_op *&tail, deferred_op *op)
@@ -331,20 +339,7 @@ int post_tsend_triggered(weft_ep *ep, const proto::send_args &a)
     op->tag = a.tag;
     op->data = a.data;
     op->len = a.len;
-    if ((op->flags & WEFT_INJECT) != 0) {
-        op->copy.resize(a.len);
-        std::size_t at = 0;
-        for (std::size_t i = 0; i < a.iovcnt && at < a.len; ++i) {
-            const std::size_t n = std::min(a.iov[i].iov_len, a.len - at);
-            std::memcpy(op->copy.data() + at, a.iov[i].iov_base, n);
-            at += n;
-        }
-        op->iov[0] = {op->copy.data(), a.len};
-        op->iovcnt = 1;
-    } else {
-        std::copy_n(a.iov, a.iovcnt, op->iov.begin());
-        op->iovcnt = a.iovcnt;
-    }
+    keep_buffers(op, a.iov, a.iovcnt, a.len, (op->flags & WEFT_INJECT) != 0);
     op->watch = t->cntr;
     op->threshold = t->threshold;
     return post_triggered(ep, op);

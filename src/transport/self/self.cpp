@@ -2,6 +2,8 @@
 
 #include "transport/self/self.hpp"
 
+#include "transport/cpu_atomic.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -453,33 +455,6 @@ class self_iface final : public iface {
         return status::ok;
     }
 
-    template <typename T>
-    static T apply(T *p, const atomic_args &a)
-    {
-        // __atomic builtins on the target: atomic with respect to any other CPU
-        // atomic on the same location (proto/'s fallback uses the same ones).
-        const T v = static_cast<T>(a.operand);
-        switch (a.op) {
-            case atomic_op::add:
-                return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-            case atomic_op::and_:
-                return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
-            case atomic_op::or_:
-                return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
-            case atomic_op::xor_:
-                return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
-            case atomic_op::swap:
-                return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-            case atomic_op::cswap: {
-                T expected = static_cast<T>(a.compare);
-                __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST,
-                                            __ATOMIC_SEQ_CST);
-                return expected;
-            }
-        }
-        return 0;
-    }
-
     static status atomic_impl(iface *tl, conn_id conn, const atomic_args &a, std::uint64_t cookie)
     {
         (void)cookie;
@@ -492,17 +467,7 @@ class self_iface final : public iface {
             st != status::ok) {
             return st;
         }
-        if (a.width == 4) {
-            const std::uint32_t old = apply(reinterpret_cast<std::uint32_t *>(a.raddr), a);
-            if (a.fetch) {
-                std::memcpy(a.result, &old, sizeof(old));
-            }
-        } else {
-            const std::uint64_t old = apply(reinterpret_cast<std::uint64_t *>(a.raddr), a);
-            if (a.fetch) {
-                std::memcpy(a.result, &old, sizeof(old));
-            }
-        }
+        cpu_atomic(reinterpret_cast<void *>(a.raddr), a);  // transport/cpu_atomic.hpp
         return status::ok;
     }
 

@@ -14,6 +14,8 @@
 
 #include "transport/shm/shm.hpp"
 
+#include "transport/cpu_atomic.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -1208,34 +1210,6 @@ void scatter_iov(const struct iovec *iov, std::size_t iovcnt, const std::uint8_t
     }
 }
 
-template <typename T>
-T apply_atomic(T *p, const atomic_args &a) noexcept
-{
-    // __atomic builtins on the shared pages: lock-free for 4 and 8 bytes
-    // (checked below), so atomic with respect to the target's own CPU atomics
-    // on the same location through its mapping (proto/'s amo_apply).
-    static_assert(__atomic_always_lock_free(sizeof(T), nullptr));
-    const T v = static_cast<T>(a.operand);
-    switch (a.op) {
-        case atomic_op::add:
-            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-        case atomic_op::and_:
-            return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
-        case atomic_op::or_:
-            return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
-        case atomic_op::xor_:
-            return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
-        case atomic_op::swap:
-            return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-        case atomic_op::cswap: {
-            T expected = static_cast<T>(a.compare);
-            __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return expected;
-        }
-    }
-    return 0;
-}
-
 }  // namespace
 
 status shm_iface::region_op(cma_dir dir, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
@@ -1338,17 +1312,7 @@ status shm_iface::atomic(iface *tl, conn_id conn, const atomic_args &a, std::uin
     if (p == nullptr) {
         return status::not_supported;
     }
-    if (a.width == 4) {
-        const std::uint32_t old = apply_atomic(reinterpret_cast<std::uint32_t *>(p), a);
-        if (a.fetch) {
-            std::memcpy(a.result, &old, sizeof(old));
-        }
-    } else {
-        const std::uint64_t old = apply_atomic(reinterpret_cast<std::uint64_t *>(p), a);
-        if (a.fetch) {
-            std::memcpy(a.result, &old, sizeof(old));
-        }
-    }
+    cpu_atomic(p, a);  // lock-free on the shared pages (transport/cpu_atomic.hpp)
     return status::ok;
 }
 
