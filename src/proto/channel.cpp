@@ -105,7 +105,8 @@ status channel::add_transport(transport::iface *tl, const transport::component *
     tls_[i] = tl;
     components_[i] = c;
     tl_ctx_[i] = {this, i};
-    tl->set_handlers({upcall_, &peer_failed_upcall, &op_done_upcall, &wake_upcall, &tl_ctx_[i]});
+    tl->set_handlers({upcall_, &peer_failed_upcall, &op_done_upcall, &wake_upcall, &imm_upcall,
+                      &tl_ctx_[i]});
     if ((tl->attr().caps & transport::cap::on_demand) == 0) {
         poll_[npoll_++] = tl;
     }
@@ -787,6 +788,33 @@ void channel::wake_upcall(void *arg)
 {
     auto *c = static_cast<tl_ctx *>(arg);
     c->ch->demand_ |= 1u << c->index;
+}
+
+void channel::imm_upcall(void *arg, transport::src_id src, std::uint32_t imm, std::size_t len)
+{
+    auto *c = static_cast<tl_ctx *>(arg);
+    channel *ch = c->ch;
+    // Flow control as for a metered message: the write used a receive buffer.
+    peer_state *p = ch->credit_peer(c->index, src);
+    if (p == nullptr) [[unlikely]] {
+        ch->drop(c->index, src, "no flow-control state for the sender (refused, or no credits)");
+        return;
+    }
+    if (p->cr.on_message_received(1, ch->pool_) != status::ok) [[unlikely]] {
+        ch->overrun(c->index, src);
+        return;
+    }
+    rx_context rx{c->index, src, ch->source(c->index, src), p, false};
+    if (ch->imm_.handler == nullptr) [[unlikely]] {
+        ch->drop(c->index, src, "a write with immediate, and no module takes immediates");
+    } else {
+        WEFT_LOG(proto, trace_data, "rx %s imm 0x%08x len %zu (tl %u src %u)", ch->imm_.name, imm,
+                 len, c->index, src);
+        ch->imm_.handler(ch->imm_.module, rx, imm, len);
+    }
+    if (!rx.held) {
+        ch->release(p, 1);
+    }
 }
 
 void channel::on_peer_failed(unsigned tl, transport::conn_id conn, transport::src_id src,

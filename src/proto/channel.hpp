@@ -159,6 +159,14 @@ struct am_entry {
     bool metered = false;
 };
 
+/// The handler of transport::handlers::imm (a peer's put_imm): `len` bytes
+/// were written here and `imm` came with them (untrusted).
+struct imm_entry {
+    void (*handler)(void *module, rx_context &rx, std::uint32_t imm, std::size_t len) = nullptr;
+    void *module = nullptr;
+    const char *name = nullptr;  ///< trace name
+};
+
 /// Told when a peer fails (died, disconnected, refused).
 struct failure_hook {
     /// The peer at address-vector index `index` failed; `err` is the positive
@@ -385,6 +393,30 @@ class channel {
     [[nodiscard]] std::uint64_t track(tracked_op *op) { return ops_.add(op); }
     /// Stop tracking: a later op_done for `cookie` is ignored.
     void untrack(std::uint64_t cookie) noexcept { ops_.remove(cookie); }
+    /// The module that takes the immediates of peers' put_imm (one per channel).
+    void register_imm(const imm_entry &e) noexcept { imm_ = e; }
+    /// A put to `p` that hands `imm` to the peer's imm handler after the data
+    /// (transport::ops::put_imm), spending a credit as a message does. busy
+    /// when it cannot go that way now: the transport has no put_imm, `len` is
+    /// above its limit, or the credit state wants a message (the last credit,
+    /// or returns due to ride along); the caller then sends the value in an
+    /// active message. Otherwise returns as the transport's put.
+    [[nodiscard]] status put_imm(peer_state *p, const iovec *iov, std::size_t iovcnt,
+                                 std::size_t len, std::uint64_t raddr, const transport::rkey &key,
+                                 std::uint32_t imm, std::uint64_t cookie)
+    {
+        transport::iface *tl = p->tl;
+        if (tl->ops().put_imm == nullptr || len > tl->attr().max_put_imm ||
+            p->cr.send_credits() <= 1 || p->cr.returnable() >= piggyback_min_) {
+            return status::busy;
+        }
+        (void)p->cr.try_consume(1);  // > 1 credit: ok, nothing must ride along
+        const status st = tl->ops().put_imm(tl, p->conn, iov, iovcnt, len, raddr, key, imm, cookie);
+        if (st != status::ok && st != status::in_progress) {
+            p->cr.refund(1);
+        }
+        return st;
+    }
 
     // ------------------------------------------------------------ progress
 
@@ -457,12 +489,14 @@ class channel {
                                    status why);
     static void op_done_upcall(void *arg, std::uint64_t cookie, status st);
     static void wake_upcall(void *arg);
+    static void imm_upcall(void *arg, transport::src_id src, std::uint32_t imm, std::size_t len);
     void on_peer_failed(unsigned tl, transport::conn_id conn, transport::src_id src, status why);
 
     channel_params params_;
     const address_book &av_;
     std::array<am_entry, transport::am_id_count> am_{};
     am_upcall_fn upcall_;  ///< what the transports call (set_upcall; default: the table only)
+    imm_entry imm_{};      ///< who takes peers' put_imm immediates
     std::vector<failure_hook> hooks_;
     std::vector<std::unique_ptr<peer_state>> peers_;
     std::vector<std::uint8_t> failed_;  ///< by AV index: positive WEFT_E* code, 0 = fine

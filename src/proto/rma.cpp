@@ -162,6 +162,7 @@ rma_module::rma_module(channel &ch, const region_table &regions) : ch_(ch), regi
                     {&on_reply, this, "get_reply", nullptr, sizeof(rma_reply_hdr), false});
     ch_.register_am(am_id::rma_event,
                     {&on_event, this, "rma_event", nullptr, sizeof(rma_event_hdr), true});
+    ch_.register_imm({&on_imm, this, "rma_event_imm"});
     ch_.add_failure_hook({&peer_failed, &source_failed, this});
 }
 
@@ -279,19 +280,34 @@ int rma_module::start(bool is_get, const iovec *iov, std::size_t iovcnt, std::si
         op->native = true;
         op->on_done = &native_done;
         op->cookie = ch_.track(op);
-        const status st =
-            native(tl, p->conn, op->iov.data(), op->iovcnt, len, raddr, key.tl_key, op->cookie);
+        status st = status::busy;
+        bool carried = false;  // the event rides on the put itself (an immediate)
+        if (event != 0 && !is_get &&
+            ((event & rma_event_cq_data) == 0 || o.data <= imm_event_data_max)) [[unlikely]] {
+            const std::uint32_t imm =
+                ((event & rma_event_count) != 0 ? imm_event_count : 0) |
+                ((event & rma_event_cq_data) != 0 ? imm_event_cq_data | std::uint32_t(o.data) : 0);
+            st = ch_.put_imm(p, op->iov.data(), op->iovcnt, len, raddr, key.tl_key, imm,
+                             op->cookie);
+            carried = st == status::in_progress || st == status::ok;
+        }
+        if (st == status::busy) {
+            st = native(tl, p->conn, op->iov.data(), op->iovcnt, len, raddr, key.tl_key,
+                        op->cookie);
+        }
         if (st == status::in_progress) {
             // The transport keeps the order of its operations and messages to a
             // peer (RC queue pair): the event arrives after the data.
-            return event == 0 ? 0
-                              : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
+            return event == 0 || carried
+                       ? 0
+                       : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
         }
         ch_.untrack(op->cookie);
         op->native = false;
         if (st == status::ok) {
-            const int nrc =
-                event == 0 ? 0 : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
+            const int nrc = event == 0 || carried
+                                ? 0
+                                : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
             finish(op, 0);
             return nrc;
         }
@@ -348,10 +364,20 @@ status rma_module::push_event(channel &ch, send_request *r)
 
 void rma_module::on_event(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len)
 {
-    auto *self = static_cast<rma_module *>(m);
     (void)len;
-    const auto h = load<rma_event_hdr>(data);
-    channel &ch = self->ch_;
+    static_cast<rma_module *>(m)->deliver(rx, load<rma_event_hdr>(data));
+}
+
+void rma_module::on_imm(void *m, rx_context &rx, std::uint32_t imm, std::size_t len)
+{
+    const std::uint32_t flags = ((imm & imm_event_count) != 0 ? rma_event_count : 0) |
+                                ((imm & imm_event_cq_data) != 0 ? rma_event_cq_data : 0);
+    static_cast<rma_module *>(m)->deliver(rx, {imm & imm_event_data_max, len, flags, 0});
+}
+
+void rma_module::deliver(const rx_context &rx, const rma_event_hdr &h)
+{
+    channel &ch = ch_;
     if ((h.flags & rma_event_count) != 0) {
         counter *c = (h.flags & rma_event_read) != 0 ? ch.remote_read : ch.remote_write;
         if (c != nullptr) {

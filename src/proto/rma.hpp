@@ -84,6 +84,14 @@ struct rma_event_hdr {
 };
 static_assert(sizeof(rma_event_hdr) == 24);
 
+/// The same event carried by the put itself, as the 32-bit immediate of a
+/// transport's put_imm (verbs RDMA write with immediate), when the CQ data
+/// fits in 30 bits: bit 31 = count it, bit 30 = CQ data present, bits 29..0 =
+/// the CQ data. The length is the write's.
+inline constexpr std::uint32_t imm_event_count = 1u << 31;
+inline constexpr std::uint32_t imm_event_cq_data = 1u << 30;
+inline constexpr std::uint64_t imm_event_data_max = (1u << 30) - 1;
+
 // ------------------------------------------------------------------ keys
 
 /// A peer's region as this endpoint addresses it: a packed key (key.hpp)
@@ -218,6 +226,9 @@ class rma_module {
     void finish(rma_op *op, int err);
     static status push_event(channel &ch, send_request *r);
     static void on_event(void *m, rx_context &rx, const std::uint8_t *data, std::size_t len);
+    static void on_imm(void *m, rx_context &rx, std::uint32_t imm, std::size_t len);
+    /// Count or complete a peer's event (an rma_event message or an immediate).
+    void deliver(const rx_context &rx, const rma_event_hdr &h);
     static status push_op(channel &ch, send_request *r);
     static status push_reply(channel &ch, send_request *r);
     static void native_done(tracked_op *op, status st);

@@ -123,6 +123,7 @@ struct attributes {
     std::size_t max_hdr = 0;      ///< largest protocol header accepted with a bcopy send
     std::size_t max_put = 0;      ///< largest single put (cap::put)
     std::size_t max_get = 0;      ///< largest single get (cap::get)
+    std::size_t max_put_imm = 0;  ///< largest put with an immediate (ops::put_imm; 0: none)
     std::uint32_t atomic32 = 0;   ///< non-fetching atomic ops on 32-bit values (atomic_bit)
     std::uint32_t atomic32f = 0;  ///< fetching atomic ops on 32-bit values
     std::uint32_t atomic64 = 0;   ///< non-fetching atomic ops on 64-bit values
@@ -228,6 +229,11 @@ struct handlers {
     /// cap::on_demand transports: progress() has work now. May be called from
     /// inside a send; it must only note it.
     void (*wake)(void *arg);
+    /// A peer's put_imm: `len` bytes are in place in this process's memory,
+    /// and `imm` is the 32-bit value the peer sent with them. It used one of
+    /// this side's receive buffers, like an active message from `src` (and
+    /// arrives in order with them). The value came from a peer: untrusted.
+    void (*imm)(void *arg, src_id src, std::uint32_t imm, std::size_t len);
     void *arg;
 };
 
@@ -259,6 +265,14 @@ struct ops {
                   std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
     /// An atomic on the peer's memory; returns as put.
     status (*atomic)(iface *tl, conn_id conn, const atomic_args &a, std::uint64_t cookie);
+    /// A put (len <= attributes::max_put_imm) that also hands `imm` to the peer
+    /// (handlers.imm) once the data is in place there, in order with this
+    /// connection's active messages: verbs RDMA write with immediate. It uses
+    /// one of the peer's receive buffers, so the caller spends a flow-control
+    /// credit on it as on a message. Returns as put; nullptr when absent.
+    status (*put_imm)(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                      std::size_t len, std::uint64_t raddr, const rkey &key, std::uint32_t imm,
+                      std::uint64_t cookie);
 };
 
 /// What a transport needs to know about its endpoint when it is opened.

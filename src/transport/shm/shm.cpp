@@ -476,7 +476,7 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
     cma_min_ = cfg.cma_min;
     cma_idle_us_ = cfg.cma_idle;
     rma_cma_min_ = cfg.rma_cma_min;
-    handlers_ = {&default_am, &default_peer_failed, nullptr, nullptr, nullptr};
+    handlers_ = {&default_am, &default_peer_failed, nullptr, nullptr, nullptr, nullptr};
 
     // Our own address, until set_local_address() gives us the endpoint's whole one.
     address_builder b({node_id_, pid_, ep_id_});

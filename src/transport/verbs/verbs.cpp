@@ -178,6 +178,8 @@ struct rdma_op {
     bool failed = false;
     bool reported = false;  ///< op_done sent (or due)
     bool in_use = false;
+    bool with_imm = false;  ///< write: the last piece is a write with immediate `imm`
+    std::uint32_t imm = 0;
 };
 
 struct conn {
@@ -353,13 +355,18 @@ class verbs_iface final : public iface {
     static unsigned progress(iface *tl);
     static status get(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
                       std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
+    static status put_imm(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                          std::size_t len, std::uint64_t raddr, const rkey &key, std::uint32_t imm,
+                          std::uint64_t cookie);
     static status put(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
                       std::size_t len, std::uint64_t raddr, const rkey &key, std::uint64_t cookie);
     static status atomic(iface *tl, conn_id conn, const atomic_args &a, std::uint64_t cookie);
-    /// A read or write of the layer above: registers the local pieces and queues it.
+    /// A read or write of the layer above: registers the local pieces and
+    /// queues it. `imm`: a write whose last piece carries this immediate.
     [[nodiscard]] status start_rdma(rdma_kind kind, conn_id conn, const struct iovec *iov,
                                     std::size_t iovcnt, std::size_t len, std::uint64_t raddr,
-                                    const rkey &key, std::uint64_t cookie);
+                                    const rkey &key, std::uint64_t cookie,
+                                    const std::uint32_t *imm = nullptr);
     [[nodiscard]] std::uint32_t new_op();
 
     /// Attributes of every RC queue pair of this endpoint (the inline-size probe
@@ -495,7 +502,8 @@ verbs_iface::verbs_iface(const open_params &p, std::shared_ptr<device> dev, cons
     ops_.progress = &progress;
     ops_.get = &get;
     ops_.put = &put;
-    handlers_ = {&default_am, &default_peer_failed, &default_op_done, nullptr, nullptr};
+    ops_.put_imm = &put_imm;
+    handlers_ = {&default_am, &default_peer_failed, &default_op_done, nullptr, nullptr, nullptr};
     now_cache_us_ = now_us();
 }
 
@@ -640,6 +648,7 @@ status verbs_iface::init()
     attr_.max_hdr = 128;
     attr_.max_put = SIZE_MAX;
     attr_.max_get = SIZE_MAX;
+    attr_.max_put_imm = read_chunk_;  // one write with immediate
     attr_.shared_rx = rx_initial;
     // A NIC: a microsecond or two end to end, the link's bandwidth for large
     // messages (rdma_rxe emulates it far slower, but the choice is the same:
@@ -1430,7 +1439,7 @@ std::uint32_t verbs_iface::new_op()
 
 status verbs_iface::start_rdma(rdma_kind kind, conn_id ci, const struct iovec *iov,
                                std::size_t iovcnt, std::size_t len, std::uint64_t raddr,
-                               const rkey &key, std::uint64_t cookie)
+                               const rkey &key, std::uint64_t cookie, const std::uint32_t *imm)
 {
     if (ci >= conns_.size() || iovcnt > max_sges) {
         return status::invalid;
@@ -1438,8 +1447,8 @@ status verbs_iface::start_rdma(rdma_kind kind, conn_id ci, const struct iovec *i
     if (conns_[ci].state == conn_state::failed) {
         return status::unreachable;
     }
-    if (len == 0) {
-        return status::ok;
+    if (len == 0 && imm == nullptr) {
+        return status::ok;  // a write with immediate of no bytes still carries its value
     }
     if (raddr + len < raddr || key.w[0] > UINT32_MAX) {
         return status::invalid;  // a forged descriptor: the layer above fails the operation
@@ -1452,6 +1461,8 @@ status verbs_iface::start_rdma(rdma_kind kind, conn_id ci, const struct iovec *i
     o.raddr = raddr;
     o.rkey = static_cast<std::uint32_t>(key.w[0]);
     o.len = len;
+    o.with_imm = imm != nullptr;
+    o.imm = imm != nullptr ? *imm : 0;
     // Register the local pieces the operation covers (through the cache: a
     // rendezvous buffer or an RMA source is often used again).
     std::size_t left = len;
@@ -1478,6 +1489,9 @@ status verbs_iface::start_rdma(rdma_kind kind, conn_id ci, const struct iovec *i
     if (kind == rdma_kind::read) {
         ++stats_.reads;
     }
+    if (imm != nullptr) {
+        ++stats_.writes_imm;
+    }
     conns_[ci].pending_ops.push_back(op);
     post_ops(ci);
     return status::in_progress;
@@ -1488,6 +1502,17 @@ status verbs_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::s
 {
     return static_cast<verbs_iface *>(tl)->start_rdma(rdma_kind::read, conn, iov, iovcnt, len,
                                                       raddr, key, cookie);
+}
+
+status verbs_iface::put_imm(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
+                            std::size_t len, std::uint64_t raddr, const rkey &key,
+                            std::uint32_t imm, std::uint64_t cookie)
+{
+    auto *v = static_cast<verbs_iface *>(tl);
+    if (len > v->attr_.max_put_imm) {
+        return status::invalid;  // one request carries the immediate and the whole length
+    }
+    return v->start_rdma(rdma_kind::write, conn, iov, iovcnt, len, raddr, key, cookie, &imm);
 }
 
 status verbs_iface::put(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
@@ -1583,6 +1608,12 @@ void verbs_iface::post_ops(std::uint32_t ci)
         wr.sg_list = sge;
         wr.num_sge = nsge;
         const bool last = o.posted + bytes == o.len;
+        if (last && o.with_imm) {
+            // The peer's receive completion carries the value and the length;
+            // RC order puts it after every earlier request on the queue pair.
+            wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+            wr.imm_data = htonl(o.imm);
+        }
         if (post_rc(ci, wr, {rec_kind::rdma, last, op}, last) != status::ok) {
             break;  // the connection failed: fail_conn fails what is queued
         }
@@ -1753,6 +1784,16 @@ void verbs_iface::on_recv(const ibv_wc &wc, std::uint32_t *repost_idx, unsigned 
         }
     }
     const std::uint32_t imm = ntohl(wc.imm_data);
+    if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+        // A peer's put_imm: its data is in place; the immediate is the layer
+        // above's, all 32 bits of it.
+        if (handlers_.imm == nullptr) [[unlikely]] {
+            ++stats_.dropped_msgs;  // nobody above takes them (no put_imm was ever meant here)
+        } else if (!closing_) {
+            handlers_.imm(handlers_.arg, ci, imm, wc.byte_len);
+        }
+        return;
+    }
     if ((imm & imm_ctl) != 0 || closing_) [[unlikely]] {
         if (!closing_) {
             on_ctl(ci, imm);

@@ -87,6 +87,7 @@ struct stats {
     std::uint64_t rx_grown;              ///< receive buffers added beyond RX_QUEUE
     std::uint64_t keepalives;            ///< keepalive probes sent
     std::uint64_t reads;                 ///< RDMA read requests posted
+    std::uint64_t writes_imm;            ///< RDMA writes with immediate started (put_imm)
     std::uint64_t rcache_hits;           ///< registration cache hits (device-wide)
     std::uint64_t rcache_misses;         ///< registration cache misses (device-wide)
     std::uint64_t rcache_invalidations;  ///< registrations dropped because memory went away

@@ -163,7 +163,7 @@ std::unique_ptr<side> setup(int fd, std::uint32_t ep_id)
         return nullptr;
     }
     s->t = std::move(r.value());
-    s->t->set_handlers({&on_am, &on_failed, nullptr, nullptr, s.get()});
+    s->t->set_handlers({&on_am, &on_failed, nullptr, nullptr, nullptr, s.get()});
     tl::address_builder b({node, p.pid, ep_id});
     std::uint8_t peer_bytes[tl::max_address_size];
     tl::address peer;

@@ -224,6 +224,134 @@ TEST_F(verbs_test, simultaneous_connect_ends_with_one_connection)
     }
 }
 
+// A put with CQ data that fits the immediate goes as one RDMA write with
+// immediate (no rma_event message after it); larger data, and a put longer
+// than one request, fall back to the message. Either way the target sees each
+// put's data once its bytes are in place, in order, and counts it on its
+// remote-write counter (WEFT_MR_RMA_EVENT region). A burst with no waiting
+// runs the credit rule (put_imm spends a credit; with the last one, the
+// message carries the returns).
+TEST_F(verbs_test, put_with_cq_data_travels_as_a_write_with_immediate)
+{
+    weft::test::run_options opt;
+    opt.rma_counters = true;
+    opt.timeout_s = 300;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            const int other = 1 - c.rank;
+            constexpr std::size_t len = 5 * mib;  // the puts below, then the burst at 4 MiB
+            void *mem = map_at(nullptr, len);
+            std::memset(mem, 0, len);
+            weft_mr_t *mr = nullptr;
+            WEFT_TCHECK_OK(weft_mr_reg(c.domain, mem, len, WEFT_ACCESS_REMOTE_WRITE,
+                                       WEFT_MR_RMA_EVENT, &mr));
+            struct keymsg {
+                std::uint64_t base;
+                std::uint64_t len;
+                std::uint8_t key[WEFT_MR_KEY_MAX];
+            } mine{reinterpret_cast<std::uint64_t>(mem), sizeof(keymsg::key), {}},
+                theirs{};
+            WEFT_TCHECK_OK(weft_mr_pack_key(mr, mine.key, &mine.len));
+            c.post("key recv", [&] {
+                return weft_trecv(c.ep, &theirs, sizeof(theirs), nullptr, c.peer(other), 7, 0,
+                                  op_ctx(1));
+            });
+            c.post("key send", [&] {
+                return weft_tsend(c.ep, &mine, sizeof(mine), nullptr, c.peer(other), 7, op_ctx(2));
+            });
+            (void)c.wait_ok(op_ctx(1));
+            (void)c.wait_ok(op_ctx(2));
+            weft_rkey_t *key = nullptr;
+            WEFT_TCHECK(theirs.len <= sizeof(theirs.key));
+            WEFT_TCHECK_OK(weft_rkey_unpack(c.ep, c.peer(other), theirs.key, theirs.len, &key));
+            weft::transport::iface *tl = verbs_of(c.ep);
+            WEFT_TCHECK(tl != nullptr);
+            // The puts: (length, data, offset). 1 MiB is READ_CHUNK, the largest
+            // write with immediate; 2^30 - 1 is the largest data the immediate holds.
+            struct put {
+                std::size_t len;
+                std::uint64_t data;
+                std::size_t off;
+                bool imm;
+            };
+            const std::uint64_t max_imm = (1u << 30) - 1;
+            const std::vector<put> puts{{64, 1, 0, true},
+                                        {0, 2, 0, true},
+                                        {4096, max_imm, 4096, true},
+                                        {4096, max_imm + 1, 8192, false},
+                                        {8, ~0ULL, 16384, false},
+                                        {mib, 0x1234, mib, true},
+                                        {2 * mib, 0x5678, 2 * mib, false}};
+            constexpr std::uint64_t burst = 400;  // 8-byte puts with data, none waited for
+            std::vector<std::uint8_t> src(2 * mib);
+            if (c.rank == 0) {
+                const verbs::stats before = verbs::get_stats(*tl);
+                std::uint64_t n = 10;
+                for (const put &p : puts) {
+                    fill_pattern(src.data(), p.len, seed_of(p.data));
+                    c.post("putdata", [&] {
+                        return weft_putdata(c.ep, src.data(), p.len, nullptr, p.data,
+                                            theirs.base + p.off, key, op_ctx(n));
+                    });
+                    (void)c.wait_ok(op_ctx(n++));
+                }
+                const verbs::stats mid = verbs::get_stats(*tl);
+                std::uint64_t want = 0;
+                for (const put &p : puts) {
+                    want += p.imm ? 1 : 0;
+                }
+                WEFT_TCHECK_EQ(mid.writes_imm - before.writes_imm, want);
+                std::vector<std::uint64_t> words(burst);
+                for (std::uint64_t i = 0; i < burst; ++i) {
+                    words[i] = i * 3 + 1;
+                    c.post("putdata burst", [&] {
+                        return weft_putdata(c.ep, &words[i], 8, nullptr, 1000 + i,
+                                            theirs.base + 4 * mib + i * 8, key, op_ctx(1000 + i));
+                    });
+                }
+                for (std::uint64_t i = 0; i < burst; ++i) {
+                    (void)c.wait_ok(op_ctx(1000 + i));
+                }
+                const verbs::stats after = verbs::get_stats(*tl);
+                std::printf("writes with immediate: %llu of %zu single puts, %llu of %llu in the "
+                            "burst\n",
+                            static_cast<unsigned long long>(mid.writes_imm - before.writes_imm),
+                            puts.size(),
+                            static_cast<unsigned long long>(after.writes_imm - mid.writes_imm),
+                            static_cast<unsigned long long>(burst));
+                WEFT_TCHECK(after.writes_imm - mid.writes_imm >= 1);
+                WEFT_TCHECK(after.writes_imm - mid.writes_imm <= burst);
+            } else {
+                const auto *m = static_cast<const std::uint8_t *>(mem);
+                for (const put &p : puts) {
+                    const weft_cq_tagged_entry e = c.wait_ok(nullptr);
+                    WEFT_TCHECK_EQ(e.flags, WEFT_RMA | WEFT_REMOTE_WRITE | WEFT_REMOTE_CQ_DATA);
+                    WEFT_TCHECK_EQ(e.data, p.data);
+                    WEFT_TCHECK_EQ(e.len, p.len);
+                    fill_pattern(src.data(), p.len, seed_of(p.data));
+                    WEFT_TCHECK(std::memcmp(m + p.off, src.data(), p.len) == 0);
+                }
+                for (std::uint64_t i = 0; i < burst; ++i) {
+                    const weft_cq_tagged_entry e = c.wait_ok(nullptr);
+                    WEFT_TCHECK_EQ(e.data, 1000 + i);
+                    WEFT_TCHECK_EQ(e.len, std::size_t{8});
+                    std::uint64_t w = 0;
+                    std::memcpy(&w, m + 4 * mib + i * 8, 8);
+                    WEFT_TCHECK_EQ(w, i * 3 + 1);
+                }
+                const std::uint64_t total = puts.size() + burst;
+                WEFT_TCHECK_OK(weft_cntr_wait(c.rwrite_cntr, total, 30000));
+                WEFT_TCHECK_EQ(weft_cntr_read(c.rwrite_cntr), total);
+            }
+            c.barrier();
+            WEFT_TCHECK_OK(weft_rkey_release(key));
+            WEFT_TCHECK_OK(weft_mr_close(mr));
+            munmap(mem, len);
+        },
+        opt));
+}
+
 // A peer dies (_exit: no clean close, the kernel destroys its queue pairs) while a rendezvous send
 // to it is waiting for its read and a directed receive from it is posted: both fail with an error
 // completion, within the keepalive and retry bounds, never hang.
