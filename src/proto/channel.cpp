@@ -105,8 +105,8 @@ status channel::add_transport(transport::iface *tl, const transport::component *
     tls_[i] = tl;
     components_[i] = c;
     tl_ctx_[i] = {this, i};
-    tl->set_handlers({upcall_, &peer_failed_upcall, &op_done_upcall, &wake_upcall, &imm_upcall,
-                      &tl_ctx_[i]});
+    tl->set_handlers(
+        {upcall_, &peer_failed_upcall, &op_done_upcall, &wake_upcall, &imm_upcall, &tl_ctx_[i]});
     if ((tl->attr().caps & transport::cap::on_demand) == 0) {
         poll_[npoll_++] = tl;
     }

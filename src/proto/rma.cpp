@@ -287,13 +287,13 @@ int rma_module::start(bool is_get, const iovec *iov, std::size_t iovcnt, std::si
             const std::uint32_t imm =
                 ((event & rma_event_count) != 0 ? imm_event_count : 0) |
                 ((event & rma_event_cq_data) != 0 ? imm_event_cq_data | std::uint32_t(o.data) : 0);
-            st = ch_.put_imm(p, op->iov.data(), op->iovcnt, len, raddr, key.tl_key, imm,
-                             op->cookie);
+            st =
+                ch_.put_imm(p, op->iov.data(), op->iovcnt, len, raddr, key.tl_key, imm, op->cookie);
             carried = st == status::in_progress || st == status::ok;
         }
         if (st == status::busy) {
-            st = native(tl, p->conn, op->iov.data(), op->iovcnt, len, raddr, key.tl_key,
-                        op->cookie);
+            st =
+                native(tl, p->conn, op->iov.data(), op->iovcnt, len, raddr, key.tl_key, op->cookie);
         }
         if (st == status::in_progress) {
             // The transport keeps the order of its operations and messages to a
@@ -305,9 +305,10 @@ int rma_module::start(bool is_get, const iovec *iov, std::size_t iovcnt, std::si
         ch_.untrack(op->cookie);
         op->native = false;
         if (st == status::ok) {
-            const int nrc = event == 0 || carried
-                                ? 0
-                                : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
+            const int nrc =
+                event == 0 || carried
+                    ? 0
+                    : notify(p, {o.data, len, event | (is_get ? rma_event_read : 0), 0});
             finish(op, 0);
             return nrc;
         }

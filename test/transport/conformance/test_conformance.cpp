@@ -773,9 +773,9 @@ TEST_P(conformance, put_imm_delivers_the_value_after_the_data_in_order)
     ASSERT_GT(st_.md->rkey_size(), 0u);
     std::vector<std::uint8_t> mem(3 * 65536, 0);
     std::uint64_t handle = 0;
-    ASSERT_EQ(st_.md->reg(mem.data(), mem.size(), tl::access::local | tl::access::remote_write,
-                          handle),
-              status::ok);
+    ASSERT_EQ(
+        st_.md->reg(mem.data(), mem.size(), tl::access::local | tl::access::remote_write, handle),
+        status::ok);
     std::vector<std::uint8_t> packed(st_.md->rkey_size());
     ASSERT_EQ(st_.md->pack_rkey(handle, packed.data()), status::ok);
     tl::rkey k{};
@@ -795,8 +795,8 @@ TEST_P(conformance, put_imm_delivers_the_value_after_the_data_in_order)
         ++cookie;
         const std::size_t before = pp.b->imms.size();
         const std::size_t msgs = pp.b->rx.size();
-        status st = pp.a->t->ops().put_imm(pp.a->t.get(), pp.ab, &iov, 1, len, raddr, k, imm,
-                                           cookie);
+        status st =
+            pp.a->t->ops().put_imm(pp.a->t.get(), pp.ab, &iov, 1, len, raddr, k, imm, cookie);
         ASSERT_TRUE(st == status::ok || st == status::in_progress) << weft::base::status_string(st);
         // An active message right behind it arrives after the immediate.
         const std::uint8_t tag = static_cast<std::uint8_t>(round);

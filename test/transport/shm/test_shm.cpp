@@ -195,7 +195,8 @@ std::unique_ptr<endpoint> open_ep(std::uint32_t ep_id, const shm::config &cfg)
         ADD_FAILURE() << "pack_address failed";
         return nullptr;
     }
-    e->tl->set_handlers({&endpoint::on_am, &endpoint::on_failed, nullptr, nullptr, nullptr, e.get()});
+    e->tl->set_handlers(
+        {&endpoint::on_am, &endpoint::on_failed, nullptr, nullptr, nullptr, e.get()});
     return e;
 }
 

@@ -244,14 +244,13 @@ TEST_F(verbs_test, put_with_cq_data_travels_as_a_write_with_immediate)
             void *mem = map_at(nullptr, len);
             std::memset(mem, 0, len);
             weft_mr_t *mr = nullptr;
-            WEFT_TCHECK_OK(weft_mr_reg(c.domain, mem, len, WEFT_ACCESS_REMOTE_WRITE,
-                                       WEFT_MR_RMA_EVENT, &mr));
+            WEFT_TCHECK_OK(
+                weft_mr_reg(c.domain, mem, len, WEFT_ACCESS_REMOTE_WRITE, WEFT_MR_RMA_EVENT, &mr));
             struct keymsg {
                 std::uint64_t base;
                 std::uint64_t len;
                 std::uint8_t key[WEFT_MR_KEY_MAX];
-            } mine{reinterpret_cast<std::uint64_t>(mem), sizeof(keymsg::key), {}},
-                theirs{};
+            } mine{reinterpret_cast<std::uint64_t>(mem), sizeof(keymsg::key), {}}, theirs{};
             WEFT_TCHECK_OK(weft_mr_pack_key(mr, mine.key, &mine.len));
             c.post("key recv", [&] {
                 return weft_trecv(c.ep, &theirs, sizeof(theirs), nullptr, c.peer(other), 7, 0,
@@ -314,12 +313,12 @@ TEST_F(verbs_test, put_with_cq_data_travels_as_a_write_with_immediate)
                     (void)c.wait_ok(op_ctx(1000 + i));
                 }
                 const verbs::stats after = verbs::get_stats(*tl);
-                std::printf("writes with immediate: %llu of %zu single puts, %llu of %llu in the "
-                            "burst\n",
-                            static_cast<unsigned long long>(mid.writes_imm - before.writes_imm),
-                            puts.size(),
-                            static_cast<unsigned long long>(after.writes_imm - mid.writes_imm),
-                            static_cast<unsigned long long>(burst));
+                std::printf(
+                    "writes with immediate: %llu of %zu single puts, %llu of %llu in the "
+                    "burst\n",
+                    static_cast<unsigned long long>(mid.writes_imm - before.writes_imm),
+                    puts.size(), static_cast<unsigned long long>(after.writes_imm - mid.writes_imm),
+                    static_cast<unsigned long long>(burst));
                 WEFT_TCHECK(after.writes_imm - mid.writes_imm >= 1);
                 WEFT_TCHECK(after.writes_imm - mid.writes_imm <= burst);
             } else {
