@@ -157,15 +157,21 @@ static void test_ssend_waits_for_match(void)
         }
     }
 
-    /* Blocking: rank 1 posts its receive 0.3 s late; MPI_Ssend cannot return before. */
+    /* Blocking: rank 1 posts its receive 0.3 s late; MPI_Ssend cannot return before.
+     * Rank 1 says when it posted it (CLOCK_MONOTONIC is one clock for the whole
+     * node), so a loaded machine that delays either rank cannot fake a result. */
     if (0 == test_rank) {
-        const double t0 = test_now();
+        double posted = 0;
         CHECK_MPI(MPI_Ssend(sbuf, 8, MPI_BYTE, 1, 5100, MPI_COMM_WORLD));
-        const double dt = test_now() - t0;
-        CHECK(dt > 0.25, "MPI_Ssend returned after %.3f s, before the receive was posted", dt);
+        const double returned = test_now();
+        CHECK_MPI(MPI_Recv(&posted, 1, MPI_DOUBLE, 1, 5101, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(returned >= posted, "MPI_Ssend returned %.3f s before the receive was posted",
+              posted - returned);
     } else if (1 == test_rank) {
         usleep(300000);
+        const double posted = test_now();
         CHECK_MPI(MPI_Recv(rbuf, 8, MPI_BYTE, 0, 5100, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Send(&posted, 1, MPI_DOUBLE, 0, 5101, MPI_COMM_WORLD));
     }
 }
 
