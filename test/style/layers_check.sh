@@ -6,6 +6,7 @@
 #              included only from itself and from registry.cpp;
 #   proto      includes base, proto and transport's interface headers only;
 #   core       includes base, transport (interface, address, registry), proto, core;
+#   shmem      includes shmem, weft.h and config.h only;
 #   no WEFT_TRANSPORT_* condition outside src/transport/registry.cpp.
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -42,7 +43,16 @@ for f in $(find src -name '*.cpp' -o -name '*.hpp' | sort); do
         esac
     done
 done
-for f in $(grep -rl 'WEFT_TRANSPORT_' src include tools netmod perf --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' 2>/dev/null); do
+# shmem/ is a user of weft: its own files, weft.h and config.h only.
+for f in $(find shmem -name '*.cpp' -o -name '*.hpp' -o -name '*.h' | sort); do
+    for inc in $(includes "$f"); do
+        case "$inc" in
+            shmem/* | weft/weft.h | config.h) ;;
+            *) fail "$f includes \"$inc\": shmem/ uses weft.h only" ;;
+        esac
+    done
+done
+for f in $(grep -rl 'WEFT_TRANSPORT_' src include tools netmod perf shmem --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' 2>/dev/null); do
     [ "$f" = src/transport/registry.cpp ] || fail "$f tests WEFT_TRANSPORT_*: only the registry may"
 done
 n=$(find src -name '*.cpp' -o -name '*.hpp' | wc -l)

@@ -1,0 +1,195 @@
+#pragma once
+// The OpenSHMEM library's internals (docs/shmem.md), over weft.h only.
+//
+// A PE is one weft endpoint per context, all bound to one address vector whose
+// index is the PE number (loaded from PMIx). Symmetric memory is two segments:
+// the heap (weft_mr_alloc: node peers map it, so same-node RMA and atomics on
+// it are loads, stores and CPU atomics) and the program's data segment
+// (weft_mr_reg). Every PE knows every PE's base address, packed key and, where
+// it can map the memory, a local pointer to it: locate() turns a local
+// symmetric address into one of those for a PE, or reports a clear error.
+
+#include <shmem.h>
+#include <weft/weft.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+/// A communication context: its own endpoint (an ordering and completion
+/// domain), with every PE's keys unpacked for it.
+struct shmem_ctx_opaque {
+    weft_ep_t *ep = nullptr;
+    weft_cq_t *cq = nullptr;
+    std::vector<weft_rkey_t *> keys;  ///< keys[segment * npes + pe]
+    long options = 0;
+    bool is_default = false;
+};
+
+namespace weft::shmem {
+
+/// The symmetric segments, in lookup order.
+enum class seg_id : int { heap = 0, data = 1 };
+inline constexpr int nsegs = 2;
+
+/// One symmetric segment: this PE's memory, and where it is on every PE.
+struct segment {
+    char *base = nullptr;
+    std::size_t len = 0;
+    weft_mr_t *mr = nullptr;
+    std::vector<std::uint64_t> remote_base;  ///< by PE: its base address
+    std::vector<char *> mapped;              ///< by PE: a local pointer to its base, or nullptr
+};
+
+/// The library's state (one per process).
+struct state {
+    bool initialized = false;
+    bool finalized = false;
+    int me = -1;
+    int npes = 0;
+    int thread_level = SHMEM_THREAD_SINGLE;
+    bool debug = false;  ///< SHMEM_DEBUG: say more on errors
+    std::size_t heap_size = 0;
+    std::size_t inject = 0;  ///< the RMA inject limit: blocking puts up to this copy and return
+    weft_info *info = nullptr;
+    weft_fabric_t *fabric = nullptr;
+    weft_domain_t *domain = nullptr;
+    weft_av_t *av = nullptr;
+    shmem_ctx_opaque world;  ///< SHMEM_CTX_DEFAULT
+    segment segs[nsegs];
+    std::mutex ctl;                        ///< control path: the heap allocator, context creation
+    std::vector<shmem_ctx_opaque *> ctxs;  ///< contexts created by the program
+};
+
+extern state g;
+
+/// Where one access goes: a local pointer (node peer or self: loads and
+/// stores), or a remote address and key (weft RMA and atomics).
+struct target {
+    char *ptr;
+    std::uint64_t addr;
+    weft_rkey_t *key;
+};
+
+/// Report a fatal error in `routine` and end the job (shmem_global_exit(1)).
+[[noreturn, gnu::format(printf, 2, 3)]] void fatal(const char *routine, const char *fmt, ...);
+/// The library must be initialized (and not finalized) to use `routine`.
+void check_init(const char *routine);
+/// A valid PE number for `routine`.
+inline void check_pe(const char *routine, int pe)
+{
+    if (pe < 0 || pe >= g.npes) [[unlikely]] {
+        fatal(routine, "PE %d does not exist (PEs are 0..%d)", pe, g.npes - 1);
+    }
+}
+/// The context handle's object (SHMEM_CTX_DEFAULT included).
+shmem_ctx_opaque *ctx_of(const char *routine, shmem_ctx_t ctx);
+/// Locate [addr, addr + len) of PE `pe` for context `c`; fatal when the range is
+/// not symmetric.
+target locate(const shmem_ctx_opaque *c, const char *routine, const void *addr, std::size_t len,
+              int pe);
+/// A weft call failed in `routine`: fatal, with weft's reason.
+[[noreturn]] void weft_failed(const char *routine, const char *call, long rc);
+
+/// Drive progress of the default context (the endpoint peers target) and `c`.
+void progress(shmem_ctx_opaque *c);
+/// Complete every operation posted on `c` (shmem_ctx_quiet).
+void quiet(shmem_ctx_opaque *c, const char *routine);
+
+/// A blocking operation's completion, its address the operation's context.
+struct token {
+    bool done = false;
+    int err = 0;
+};
+/// Wait for `t` (posted on `c` with WEFT_COMPLETION), driving progress.
+void wait(shmem_ctx_opaque *c, token &t, const char *routine);
+
+/// Retry a weft post while it answers -WEFT_EAGAIN, driving progress.
+template <class Post>
+void post(shmem_ctx_opaque *c, const char *routine, const char *call, Post &&p)
+{
+    for (;;) {
+        const long rc = static_cast<long>(p());
+        if (rc == 0) [[likely]] {
+            return;
+        }
+        if (rc != -WEFT_EAGAIN) {
+            weft_failed(routine, call, rc);
+        }
+        progress(c);
+    }
+}
+
+/// Spin politely: the first polls are tight, then each yields the core (PEs
+/// may outnumber cores).
+struct backoff {
+    unsigned spins = 0;
+    void pause();
+};
+
+// ------------------------------------------------------------------ operations
+
+void put(shmem_ctx_opaque *c, const char *routine, void *dest, const void *src, std::size_t len,
+         int pe, bool nbi);
+void get(shmem_ctx_opaque *c, const char *routine, void *dest, const void *src, std::size_t len,
+         int pe, bool nbi);
+void iput(shmem_ctx_opaque *c, const char *routine, void *dest, const void *src, std::ptrdiff_t dst,
+          std::ptrdiff_t sst, std::size_t nelems, std::size_t size, int pe);
+void iget(shmem_ctx_opaque *c, const char *routine, void *dest, const void *src, std::ptrdiff_t dst,
+          std::ptrdiff_t sst, std::size_t nelems, std::size_t size, int pe);
+void put_signal(shmem_ctx_opaque *c, const char *routine, void *dest, const void *src,
+                std::size_t len, std::uint64_t *sig_addr, std::uint64_t signal, int sig_op, int pe,
+                bool nbi);
+
+/// The weft datatype of an AMO type.
+template <class T>
+constexpr weft_datatype datatype_of() noexcept
+{
+    if constexpr (std::is_same_v<T, float>) {
+        return WEFT_FLOAT;
+    } else if constexpr (std::is_same_v<T, double>) {
+        return WEFT_DOUBLE;
+    } else if constexpr (sizeof(T) == 4) {
+        return std::is_signed_v<T> ? WEFT_INT32 : WEFT_UINT32;
+    } else {
+        static_assert(sizeof(T) == 8, "AMO types are 4 or 8 bytes");
+        return std::is_signed_v<T> ? WEFT_INT64 : WEFT_UINT64;
+    }
+}
+
+/// One atomic on PE `pe`'s `dest`: `op` with `operand` (and `compare` for
+/// WEFT_CSWAP); the old value to `result` when it is not null. nbi: the
+/// result is valid after the next quiet.
+void amo(shmem_ctx_opaque *c, const char *routine, weft_atomic_op op, weft_datatype dt,
+         std::size_t size, void *dest, const void *operand, const void *compare, void *result,
+         int pe, bool nbi);
+
+/// The dissemination barrier over every PE (shmem_sync_all; barrier_all quiets first).
+void sync_all(const char *routine);
+
+// ------------------------------------------------------------------ the symmetric heap
+
+/// Allocate `len` bytes aligned to `align` from the heap (collective: every PE
+/// makes the same calls in the same order, so the offsets agree). nullptr when
+/// the heap is full.
+void *heap_alloc(std::size_t len, std::size_t align);
+void heap_free(void *p);
+/// Bytes usable at `p` (an allocation).
+std::size_t heap_size_of(void *p);
+/// Set up the allocator over [base + reserved, base + len).
+void heap_init(char *base, std::size_t len, std::size_t reserved);
+
+/// Internal symmetric words at the start of the heap.
+struct internal_area {
+    std::uint64_t barrier_flags[64];  ///< dissemination barrier: round k's flag
+};
+inline internal_area *internal() noexcept
+{
+    return reinterpret_cast<internal_area *>(g.segs[0].base);
+}
+inline constexpr std::size_t internal_reserved = 4096;
+static_assert(sizeof(internal_area) <= internal_reserved);
+
+}  // namespace weft::shmem
