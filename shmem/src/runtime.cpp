@@ -410,6 +410,7 @@ void init_library(int requested, const char *routine)
         }
     }
     heap_init(heap.base, heap.len, internal_reserved);
+    init_teams();
     g.initialized = true;
     if (g.me == 0 && env_true("SHMEM_VERSION")) {
         std::printf("OpenSHMEM %d.%d, %s (transport %s)\n", SHMEM_MAJOR_VERSION,
@@ -434,6 +435,27 @@ void init_library(int requested, const char *routine)
 }  // namespace
 
 // ------------------------------------------------------------------ shared machinery
+
+int create_ctx(const char *routine, long options, shmem_team_opaque *team, shmem_ctx_t *ctx)
+{
+    check_init(routine);
+    if (ctx == nullptr) {
+        fatal(routine, "ctx is NULL");
+    }
+    std::lock_guard<std::mutex> lock(g.ctl);
+    auto *c = new (std::nothrow) shmem_ctx_opaque;
+    if (c == nullptr) {
+        *ctx = SHMEM_CTX_INVALID;
+        return 1;
+    }
+    c->options = options;
+    c->team = team;
+    open_ctx(c, routine);
+    unpack_keys(c, g_blobs, routine);
+    g.ctxs.push_back(c);
+    *ctx = c;
+    return 0;
+}
 
 void fatal(const char *routine, const char *fmt, ...)
 {
@@ -482,6 +504,14 @@ shmem_ctx_opaque *ctx_of(const char *routine, shmem_ctx_t ctx)
 target locate(const shmem_ctx_opaque *c, const char *routine, const void *addr, std::size_t len,
               int pe)
 {
+    if (c->team != nullptr) [[unlikely]] {
+        // A team's context: PE numbers are the team's.
+        const auto n = static_cast<int>(c->team->pes.size());
+        if (pe < 0 || pe >= n) {
+            fatal(routine, "PE %d is not in the context's team (PEs are 0..%d)", pe, n - 1);
+        }
+        pe = c->team->pes[std::size_t(pe)];
+    }
     check_pe(routine, pe);
     const char *p = static_cast<const char *>(addr);
     for (int s = 0; s < nsegs; ++s) {
@@ -690,22 +720,7 @@ void shmem_info_get_name(char *name)
 
 int shmem_ctx_create(long options, shmem_ctx_t *ctx)
 {
-    check_init("shmem_ctx_create");
-    if (ctx == nullptr) {
-        fatal("shmem_ctx_create", "ctx is NULL");
-    }
-    std::lock_guard<std::mutex> lock(g.ctl);
-    auto *c = new (std::nothrow) shmem_ctx_opaque;
-    if (c == nullptr) {
-        *ctx = SHMEM_CTX_INVALID;
-        return 1;
-    }
-    c->options = options;
-    open_ctx(c, "shmem_ctx_create");
-    unpack_keys(c, g_blobs, "shmem_ctx_create");
-    g.ctxs.push_back(c);
-    *ctx = c;
-    return 0;
+    return create_ctx("shmem_ctx_create", options, nullptr, ctx);
 }
 
 void shmem_ctx_destroy(shmem_ctx_t ctx)

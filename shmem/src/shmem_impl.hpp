@@ -18,6 +18,15 @@
 #include <mutex>
 #include <vector>
 
+/// A team: its members as world PEs, this PE's index, its synchronization slot.
+struct shmem_team_opaque {
+    std::vector<int> pes;
+    int me = -1;
+    int slot = -1;
+    shmem_team_config_t config{};
+    bool predefined = false;
+};
+
 /// A communication context: its own endpoint (an ordering and completion
 /// domain), with every PE's keys unpacked for it.
 struct shmem_ctx_opaque {
@@ -26,6 +35,7 @@ struct shmem_ctx_opaque {
     std::vector<weft_rkey_t *> keys;  ///< keys[segment * npes + pe]
     long options = 0;
     bool is_default = false;
+    shmem_team_opaque *team = nullptr;  ///< PE numbers are this team's (nullptr: the world's)
 };
 
 namespace weft::shmem {
@@ -61,6 +71,9 @@ struct state {
     segment segs[nsegs];
     std::mutex ctl;                        ///< control path: the heap allocator, context creation
     std::vector<shmem_ctx_opaque *> ctxs;  ///< contexts created by the program
+    shmem_team_opaque world_team;          ///< SHMEM_TEAM_WORLD
+    shmem_team_opaque shared_team;         ///< SHMEM_TEAM_SHARED
+    std::uint64_t used_slots = 0;          ///< team slots this PE's teams hold
 };
 
 extern state g;
@@ -86,6 +99,10 @@ inline void check_pe(const char *routine, int pe)
 }
 /// The context handle's object (SHMEM_CTX_DEFAULT included).
 shmem_ctx_opaque *ctx_of(const char *routine, shmem_ctx_t ctx);
+/// Create a context whose PE numbers are `team`'s (nullptr: the world's).
+int create_ctx(const char *routine, long options, shmem_team_opaque *team, shmem_ctx_t *ctx);
+/// Set up SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED (at init).
+void init_teams();
 /// Locate [addr, addr + len) of PE `pe` for context `c`; fatal when the range is
 /// not symmetric.
 target locate(const shmem_ctx_opaque *c, const char *routine, const void *addr, std::size_t len,
@@ -181,15 +198,38 @@ std::size_t heap_size_of(void *p);
 /// Set up the allocator over [base + reserved, base + len).
 void heap_init(char *base, std::size_t len, std::size_t reserved);
 
+/// A team's symmetric synchronization words (one slot per team a PE is in).
+struct team_words {
+    std::int64_t round[64];  ///< counting dissemination: round k's arrivals
+    std::int64_t count;      ///< collect: this PE's contribution in bytes
+    std::int64_t mask;       ///< team splits: this PE's free slots
+    std::int64_t pad[6];
+};
+static_assert(sizeof(team_words) == 576);
+inline constexpr int max_teams = 64;  ///< slots; 0 is SHMEM_TEAM_WORLD, 1 SHMEM_TEAM_SHARED
+
 /// Internal symmetric words at the start of the heap.
 struct internal_area {
-    std::uint64_t barrier_flags[64];  ///< dissemination barrier: round k's flag
+    std::uint64_t barrier_flags[64];  ///< shmem_barrier_all: round k's flag
+    team_words teams[max_teams];
 };
 inline internal_area *internal() noexcept
 {
     return reinterpret_cast<internal_area *>(g.segs[0].base);
 }
-inline constexpr std::size_t internal_reserved = 4096;
+inline constexpr std::size_t internal_reserved = 64 * 1024;
 static_assert(sizeof(internal_area) <= internal_reserved);
+
+/// PEs taking part in a collective, and the symmetric words it synchronizes
+/// with: a team's slot, or an active set's pSync (base SHMEM_SYNC_VALUE).
+struct group {
+    const int *pes;        ///< world PE of each member
+    int n;                 ///< members
+    int me;                ///< this PE's index
+    std::int64_t *words;   ///< round k at words[k]; the count at words[64]
+    std::int64_t base;     ///< the words' resting value
+};
+/// Counting dissemination barrier over the group (no quiet).
+void group_sync(const group &gr, const char *routine);
 
 }  // namespace weft::shmem
