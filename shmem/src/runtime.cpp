@@ -143,7 +143,8 @@ int drain(shmem_ctx_opaque *c, const char *routine)
     if (n > 0) {
         for (ssize_t i = 0; i < n; ++i) {
             if (ent[i].op_context != nullptr) {
-                static_cast<token *>(ent[i].op_context)->done = true;
+                static_cast<token *>(ent[i].op_context)
+                    ->done.store(true, std::memory_order_release);
             }
         }
         return static_cast<int>(n);
@@ -154,8 +155,8 @@ int drain(shmem_ctx_opaque *c, const char *routine)
         if (weft_cq_readerr(c->cq, &e, 0) == 1) {
             if (e.op_context != nullptr) {
                 auto *t = static_cast<token *>(e.op_context);
-                t->err = e.err != 0 ? e.err : WEFT_EIO;
-                t->done = true;
+                t->err.store(e.err != 0 ? e.err : WEFT_EIO, std::memory_order_relaxed);
+                t->done.store(true, std::memory_order_release);
             } else {
                 fatal(routine, "a non-blocking operation failed: %s (%s)", e.err_str,
                       weft_strerror(e.err));
@@ -258,8 +259,7 @@ void init_library(int requested, const char *routine)
         die_before_init("out of memory");
     }
     hints->caps = WEFT_TAGGED | WEFT_DIRECTED_RECV | WEFT_RMA | WEFT_ATOMIC;
-    const char *progress = std::getenv("WEFT_SHMEM_PROGRESS");
-    const bool auto_progress = progress != nullptr && std::strcmp(progress, "auto") == 0;
+    const bool auto_progress = env_true("SHMEM_PROGRESS_THREAD");
     hints->domain_attr.progress = auto_progress ? WEFT_PROGRESS_AUTO : WEFT_PROGRESS_MANUAL;
     hints->domain_attr.threading =
         g.thread_level == SHMEM_THREAD_MULTIPLE ? WEFT_THREAD_SAFE : WEFT_THREAD_DOMAIN;
@@ -424,7 +424,7 @@ void init_library(int requested, const char *routine)
             "  SHMEM_SYMMETRIC_SIZE   bytes of symmetric heap per PE (K, M, G, T suffixes; now "
             "%zu)\n"
             "  SHMEM_DEBUG            more detail in error messages\n"
-            "  WEFT_SHMEM_PROGRESS    auto: a weft thread drives progress (default manual)\n"
+            "  SHMEM_PROGRESS_THREAD  1: a weft thread drives progress (default: calls do)\n"
             "  WEFT_*                 weft's own settings (weft_info -c)\n",
             SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, g.heap_size);
     }
@@ -557,16 +557,16 @@ void progress(shmem_ctx_opaque *c)
 void wait(shmem_ctx_opaque *c, token &t, const char *routine)
 {
     backoff b;
-    while (!t.done) {
+    while (!t.done.load(std::memory_order_acquire)) {
         if (drain(c, routine) == 0 && c != &g.world) {
             (void)drain(&g.world, routine);
         }
-        if (!t.done) {
+        if (!t.done.load(std::memory_order_acquire)) {
             b.pause();
         }
     }
-    if (t.err != 0) [[unlikely]] {
-        fatal(routine, "the operation failed: %s", weft_strerror(t.err));
+    if (const int err = t.err.load(std::memory_order_relaxed); err != 0) [[unlikely]] {
+        fatal(routine, "the operation failed: %s", weft_strerror(err));
     }
 }
 

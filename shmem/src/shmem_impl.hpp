@@ -116,9 +116,11 @@ void progress(shmem_ctx_opaque *c);
 void quiet(shmem_ctx_opaque *c, const char *routine);
 
 /// A blocking operation's completion, its address the operation's context.
+/// Any thread that reads the CQ may finish another thread's token
+/// (SHMEM_THREAD_MULTIPLE): err is written before done is released.
 struct token {
-    bool done = false;
-    int err = 0;
+    std::atomic<bool> done{false};
+    std::atomic<int> err{0};
 };
 /// Wait for `t` (posted on `c` with WEFT_COMPLETION), driving progress.
 void wait(shmem_ctx_opaque *c, token &t, const char *routine);
@@ -223,11 +225,11 @@ static_assert(sizeof(internal_area) <= internal_reserved);
 /// PEs taking part in a collective, and the symmetric words it synchronizes
 /// with: a team's slot, or an active set's pSync (base SHMEM_SYNC_VALUE).
 struct group {
-    const int *pes;        ///< world PE of each member
-    int n;                 ///< members
-    int me;                ///< this PE's index
-    std::int64_t *words;   ///< round k at words[k]; the count at words[64]
-    std::int64_t base;     ///< the words' resting value
+    const int *pes;       ///< world PE of each member
+    int n;                ///< members
+    int me;               ///< this PE's index
+    std::int64_t *words;  ///< round k at words[k]; the count at words[64]
+    std::int64_t base;    ///< the words' resting value
 };
 /// Counting dissemination barrier over the group (no quiet).
 void group_sync(const group &gr, const char *routine);
