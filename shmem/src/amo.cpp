@@ -74,6 +74,9 @@ void amo(shmem_ctx_opaque *c, const char *routine, weft_atomic_op op, weft_datat
         } else {
             cpu_amo_bytes<std::uint64_t>(op, t.ptr, operand, compare, result);
         }
+        if (result != nullptr) {
+            poll_progress();
+        }
         return;
     }
     if (result == nullptr) {

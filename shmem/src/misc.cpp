@@ -70,13 +70,15 @@ int shmem_test_lock(long *lock)
     check_lock(__func__, lock);
     const std::uint64_t v = fetch_word(__func__, lock);
     if (static_cast<std::uint32_t>(v >> 32) != static_cast<std::uint32_t>(v)) {
-        return 1;  // held
+        progress(&g.world);  // callers poll: peers may need this PE meanwhile
+        return 1;            // held
     }
     // Free: take the next ticket only if nobody did meanwhile.
     const std::uint64_t want = v + ticket_one;
     std::uint64_t old = 0;
     amo(&g.world, __func__, WEFT_CSWAP, WEFT_UINT64, 8, lock, &want, &v, &old, lock_pe, false);
     if (old != v) {
+        progress(&g.world);
         return 1;
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);

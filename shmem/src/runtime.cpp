@@ -443,15 +443,24 @@ int create_ctx(const char *routine, long options, shmem_team_opaque *team, shmem
         fatal(routine, "ctx is NULL");
     }
     std::lock_guard<std::mutex> lock(g.ctl);
-    auto *c = new (std::nothrow) shmem_ctx_opaque;
-    if (c == nullptr) {
-        *ctx = SHMEM_CTX_INVALID;
-        return 1;
+    shmem_ctx_opaque *c = nullptr;
+    if (!g.spare_ctxs.empty()) {
+        // A destroyed context's endpoint, quiet and connected: reused, so a
+        // program that creates and destroys contexts in a loop does not open
+        // and close endpoints (and their connections) every time.
+        c = g.spare_ctxs.back();
+        g.spare_ctxs.pop_back();
+    } else {
+        c = new (std::nothrow) shmem_ctx_opaque;
+        if (c == nullptr) {
+            *ctx = SHMEM_CTX_INVALID;
+            return 1;
+        }
+        open_ctx(c, routine);
+        unpack_keys(c, g_blobs, routine);
     }
     c->options = options;
     c->team = team;
-    open_ctx(c, routine);
-    unpack_keys(c, g_blobs, routine);
     g.ctxs.push_back(c);
     *ctx = c;
     return 0;
@@ -572,9 +581,27 @@ void wait(shmem_ctx_opaque *c, token &t, const char *routine)
 
 void quiet(shmem_ctx_opaque *c, const char *routine)
 {
-    const long rc = weft_ep_flush(c->ep, -1);
-    if (rc != 0) {
-        weft_failed(routine, "weft_ep_flush", rc);
+    if (c == &g.world) {
+        const long rc = weft_ep_flush(c->ep, -1);
+        if (rc != 0) {
+            weft_failed(routine, "weft_ep_flush", rc);
+        }
+    } else {
+        // Another context's flush drives only its own endpoint; peers may be
+        // waiting for this PE's default endpoint to serve their operations
+        // meanwhile (they quiet too): drive it between attempts.
+        backoff b;
+        for (;;) {
+            const long rc = weft_ep_flush(c->ep, 0);
+            if (rc == 0) {
+                break;
+            }
+            if (rc != -WEFT_ETIMEDOUT) {
+                weft_failed(routine, "weft_ep_flush", rc);
+            }
+            progress(&g.world);
+            b.pause();
+        }
     }
     // Errors of non-blocking operations come as error completions: report them.
     while (drain(c, routine) != 0) {
@@ -619,11 +646,13 @@ void shmem_finalize(void)
         return;
     }
     shmem_barrier_all();
-    for (shmem_ctx_opaque *c : g.ctxs) {
-        close_ctx(c);
-        delete c;
+    for (auto *list : {&g.ctxs, &g.spare_ctxs}) {
+        for (shmem_ctx_opaque *c : *list) {
+            close_ctx(c);
+            delete c;
+        }
+        list->clear();
     }
-    g.ctxs.clear();
     close_ctx(&g.world);
     for (segment &sg : g.segs) {
         if (sg.mr != nullptr) {
@@ -737,8 +766,7 @@ void shmem_ctx_destroy(shmem_ctx_t ctx)
     for (auto it = g.ctxs.begin(); it != g.ctxs.end(); ++it) {
         if (*it == ctx) {
             g.ctxs.erase(it);
-            close_ctx(ctx);
-            delete ctx;
+            g.spare_ctxs.push_back(ctx);  // nothing in flight: reused by the next create
             return;
         }
     }

@@ -71,9 +71,10 @@ struct state {
     segment segs[nsegs];
     std::mutex ctl;                        ///< control path: the heap allocator, context creation
     std::vector<shmem_ctx_opaque *> ctxs;  ///< contexts created by the program
-    shmem_team_opaque world_team;          ///< SHMEM_TEAM_WORLD
-    shmem_team_opaque shared_team;         ///< SHMEM_TEAM_SHARED
-    std::uint64_t used_slots = 0;          ///< team slots this PE's teams hold
+    std::vector<shmem_ctx_opaque *> spare_ctxs;  ///< destroyed ones, kept for reuse
+    shmem_team_opaque world_team;                ///< SHMEM_TEAM_WORLD
+    shmem_team_opaque shared_team;               ///< SHMEM_TEAM_SHARED
+    std::uint64_t used_slots = 0;                ///< team slots this PE's teams hold
 };
 
 extern state g;
@@ -112,6 +113,17 @@ target locate(const shmem_ctx_opaque *c, const char *routine, const void *addr, 
 
 /// Drive progress of the default context (the endpoint peers target) and `c`.
 void progress(shmem_ctx_opaque *c);
+/// A read through a mapping (get, fetching atomic) may sit in a polling loop
+/// (`while (shmem_g(&flag, pe) == 0)`) while a peer waits for this PE to serve
+/// its operation on the data segment: such reads drive progress every 16th time.
+inline void poll_progress()
+{
+    thread_local unsigned countdown = 16;
+    if (--countdown == 0) [[unlikely]] {
+        countdown = 16;
+        progress(&g.world);
+    }
+}
 /// Complete every operation posted on `c` (shmem_ctx_quiet).
 void quiet(shmem_ctx_opaque *c, const char *routine);
 
