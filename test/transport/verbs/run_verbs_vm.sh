@@ -5,7 +5,8 @@
 # and the generic transport suites
 # instantiated over verbs (rank r uses port r mod 2, so traffic crosses devices).
 # Then the MPI test programs over the weft MTL with WEFT_TRANSPORTS=self,verbs
-# (test/mpi/run_mpi_tests.sh: 2 and 4 ranks, one rxe port). Programs are built on
+# (test/mpi/run_mpi_tests.sh: 2 and 4 ranks, one rxe port), and the OpenSHMEM
+# test programs the same way (test/shmem/check_shmem.sh, 2 PEs). Programs are built on
 # the host; the guest runs the host's userland.
 #
 # Exit status (automake's test protocol): 0 all passed; 77 skipped, with the reason
@@ -57,6 +58,18 @@ if [ -f ./.libs/mca_mtl_weft.so ] && [ -x ./test/mpi/mpi_p2p ] && command -v mpi
     [ \$st -eq 0 ] || rc=1
 else
     echo "guest: MPI over verbs not run: no MTL component, MPI test programs or mpirun in this build"
+fi
+# OpenSHMEM programs with verbs as the only transport between PEs: the heap and
+# the data segment through RDMA and active messages, nothing mapped.
+if [ -x ./shmem/build-oshrun ] && command -v mpirun >/dev/null; then
+    start=\$(date +%s)
+    WEFT_TRANSPORTS=self,verbs SHMEM_TEST_NP=2 SHMEM_TEST_TIMEOUT=600 SHMEM_SYMMETRIC_SIZE=128M \
+        SHMEM_TEST_BUILD=/tmp/weft-shmem-tests $top/test/shmem/check_shmem.sh 2>&1
+    st=\$?
+    echo "guest: OpenSHMEM over verbs (check_shmem.sh, WEFT_TRANSPORTS=self,verbs) exit \$st in \$(( \$(date +%s) - start )) s"
+    [ \$st -eq 0 ] || rc=1
+else
+    echo "guest: OpenSHMEM over verbs not run: no shmem wrappers or mpirun in this build"
 fi
 exit \$rc
 GUEST
