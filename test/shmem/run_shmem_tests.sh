@@ -126,6 +126,11 @@ run() {
     local t0=$SECONDS
     timeout -k 10 "$limit" "$oshrun" "${args[@]}" "$build/$name" >"$log" 2>&1 </dev/null
     local rc=$?
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        # A launcher killed by the time limit can leave its PEs running (orphans
+        # that spin and slow down every later run): end them by their path.
+        pkill -KILL -f "^$build/$name\$" 2>/dev/null || true
+    fi
     local why=""
     if [ "$rc" -ne 0 ]; then
         why="exit status $rc"
