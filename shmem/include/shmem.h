@@ -524,6 +524,7 @@ SHMEM_SYNC_TYPES(SHMEM_DECL_OLD_WAIT)
 
 /* Active-set collectives: PEs PE_start + i * 2^logPE_stride, i < PE_size. */
 void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
 #define SHMEM_DECL_OLD_COLL(SIZE)                                                            \
     void shmem_broadcast##SIZE(void *dest, const void *source, size_t nelems, int PE_root,   \
                                int PE_start, int logPE_stride, int PE_size, long *pSync);    \
@@ -851,6 +852,11 @@ struct shmem_generic_never_ {
     SHMEM_GEN(SHMEM_GEN_REDUCE_ARITH_LIST, sum_reduce, *(d))(t, d, s, n)
 #define shmem_prod_reduce(t, d, s, n) \
     SHMEM_GEN(SHMEM_GEN_REDUCE_ARITH_LIST, prod_reduce, *(d))(t, d, s, n)
+
+/* shmem_sync(team) is shmem_team_sync; with four arguments, the active-set form. */
+#define shmem_sync(...) SHMEM_BY_NARGS(shmem_sync_g, __VA_ARGS__)
+#define shmem_sync_g1(t) shmem_team_sync(t)
+#define shmem_sync_g4(s, l, n, p) (shmem_sync)(s, l, n, p)
 
 /* Point-to-point synchronization (the type is the ivars'). */
 #define shmem_wait_until(v, c, x) SHMEM_GEN(SHMEM_GEN_SYNC_LIST, wait_until, *(v))(v, c, x)

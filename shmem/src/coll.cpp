@@ -656,6 +656,12 @@ WEFT_SHMEM_REDUCE(float _Complex, std::complex<float>, complexf, prod, red_op::p
 
 // ------------------------------------------------------------------ active-set collectives
 
+void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync)
+{
+    const active_set a = active_of(__func__, PE_start, logPE_stride, PE_size, pSync);
+    group_sync(a.gr, __func__);
+}
+
 void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync)
 {
     const active_set a = active_of(__func__, PE_start, logPE_stride, PE_size, pSync);

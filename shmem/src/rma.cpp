@@ -445,6 +445,7 @@ void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint
 uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
 {
     check_init("shmem_signal_fetch");
+    poll_progress();  // programs poll it: peers' signals to the data segment need progress
     return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
 }
 

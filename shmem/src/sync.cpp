@@ -66,15 +66,18 @@ bool test_all(const char *routine, T *ivars, std::size_t n, const int *status, i
     return true;
 }
 
-/// The first satisfied element not yet reported, or SIZE_MAX. Elements a
-/// previous wait_until_any reported are not skipped: the specification leaves
-/// the choice among satisfied ones to the implementation.
+/// A satisfied element, or SIZE_MAX. The search starts after the element the
+/// previous call returned: "a series of calls must eventually return i" for
+/// every satisfied entry i (1.5), so the lowest one cannot win every time.
 template <class T>
 std::size_t test_any(const char *routine, T *ivars, std::size_t n, const int *status, int cmp,
                      refs<T> r)
 {
-    for (std::size_t i = 0; i < n; ++i) {
+    thread_local std::size_t next = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t i = (next + k) % n;
         if (active(status, i) && compare(routine, cmp, load(&ivars[i]), r[i])) {
+            next = i + 1;
             return i;
         }
     }
