@@ -19,6 +19,22 @@ namespace weft::shmem {
 
 // ------------------------------------------------------------------ synchronization
 
+namespace {
+
+/// Wait until `*w` holds at least `want` arrivals above the resting value,
+/// then take them (the word is back at rest once every arrival is taken).
+void await_arrivals(const group &gr, std::int64_t *w, std::int64_t want)
+{
+    backoff b;
+    while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < gr.base + want) {
+        progress(&g.world);
+        b.pause();
+    }
+    __atomic_fetch_sub(w, want, __ATOMIC_ACQ_REL);
+}
+
+}  // namespace
+
 void group_sync(const group &gr, const char *routine)
 {
     // Round k: add one to round k's word of member me + 2^k, wait for one
@@ -31,13 +47,7 @@ void group_sync(const group &gr, const char *routine)
         const int to = gr.pes[(gr.me + dist) % gr.n];
         amo(&g.world, routine, WEFT_SUM, WEFT_INT64, sizeof(std::int64_t), &gr.words[k], &one,
             nullptr, nullptr, to, false);
-        std::int64_t *w = &gr.words[k];
-        backoff b;
-        while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < gr.base + 1) {
-            progress(&g.world);
-            b.pause();
-        }
-        __atomic_fetch_sub(w, 1, __ATOMIC_ACQ_REL);
+        await_arrivals(gr, &gr.words[k], 1);
     }
 }
 
@@ -45,8 +55,15 @@ namespace {
 
 group group_of(shmem_team_opaque *t)
 {
-    return {t->pes.data(), static_cast<int>(t->pes.size()), t->me, internal()->teams[t->slot].round,
-            0};
+    internal_area *in = internal();
+    return {t->pes.data(),
+            static_cast<int>(t->pes.size()),
+            t->me,
+            in->teams[t->slot].round,
+            0,
+            &in->scratch[t->slot][0][0],
+            team_scratch,
+            &t->reductions};
 }
 
 /// Members of an active set: PE_start + i * 2^logPE_stride.
@@ -83,7 +100,32 @@ active_set active_of(const char *routine, int start, int log_stride, int size, l
     }
     (void)locate(&g.world, routine, psync, SHMEM_SYNC_SIZE * sizeof(long), g.me);
     a.gr = {a.pes.data(), size, me, reinterpret_cast<std::int64_t *>(psync), SHMEM_SYNC_VALUE};
+    a.gr.scratch = nullptr;
     return a;
+}
+
+/// An active-set reduction's pWrk (max(nreduce / 2 + 1,
+/// SHMEM_REDUCE_MIN_WRKDATA_SIZE) elements, free while the call runs, like
+/// pSync) is the buffer small reductions push into.
+void with_work(active_set &a, const char *routine, void *pwrk, std::size_t elem, std::size_t n)
+{
+    (void)routine;
+    const std::size_t half = n / 2 + 1;
+    const std::size_t len =
+        elem * (half > SHMEM_REDUCE_MIN_WRKDATA_SIZE ? half : SHMEM_REDUCE_MIN_WRKDATA_SIZE);
+    // Not symmetric (against the rules, but the pull algorithm does not need
+    // it): pull then.
+    const auto *p = static_cast<const char *>(pwrk);
+    bool symmetric = false;
+    for (const segment &sg : g.segs) {
+        symmetric = symmetric ||
+                    (p >= sg.base && len <= sg.len && std::size_t(p - sg.base) <= sg.len - len);
+    }
+    if (!symmetric) {
+        return;
+    }
+    a.gr.scratch = static_cast<char *>(pwrk);
+    a.gr.scratch_len = len;
 }
 
 /// Read `len` bytes at symmetric `src` of member `j` into `dst`.
@@ -100,11 +142,36 @@ void pull(const group &gr, const char *routine, void *dst, const void *src, std:
 
 // ------------------------------------------------------------------ the algorithms
 
+/// Broadcasts whose bytes times receivers are at most this are pushed by the
+/// root (one signal per member) rather than pulled (two synchronizations).
+constexpr std::size_t push_bcast_max = 32 * 1024;
+
 void broadcast(const group &gr, const char *routine, void *dest, const void *source,
                std::size_t len, int root, bool root_too)
 {
     if (root < 0 || root >= gr.n) {
         fatal(routine, "PE_root %d is not a member (0..%d)", root, gr.n - 1);
+    }
+    std::int64_t *arrived = &gr.words[word_bcast];
+    if (len * std::size_t(gr.n - 1) <= push_bcast_max) {
+        // Every dest is ready when the broadcast starts (the routine's
+        // precondition), so the root writes them at once, each followed by a
+        // signal; the root's source is reusable when its puts return.
+        if (gr.me == root) {
+            for (int j = 0; j < gr.n; ++j) {
+                if (j != root) {
+                    put_signal(&g.world, routine, dest, source, len,
+                               reinterpret_cast<std::uint64_t *>(arrived), 1, SHMEM_SIGNAL_ADD,
+                               gr.pes[j], false);
+                }
+            }
+            if (root_too && dest != source) {
+                std::memmove(dest, source, len);
+            }
+        } else {
+            await_arrivals(gr, arrived, 1);
+        }
+        return;
     }
     group_sync(gr, routine);  // the root's source is ready, every dest is free
     if (gr.me != root) {
@@ -126,7 +193,7 @@ void fcollect(const group &gr, const char *routine, void *dest, const void *sour
 
 void collect(const group &gr, const char *routine, void *dest, const void *source, std::size_t len)
 {
-    std::int64_t *count = &gr.words[64];
+    std::int64_t *count = &gr.words[word_count];
     __atomic_store_n(count, static_cast<std::int64_t>(len), __ATOMIC_RELEASE);
     group_sync(gr, routine);
     std::size_t at = 0;
@@ -169,41 +236,46 @@ void alltoalls(const group &gr, const char *routine, void *dest, const void *sou
 
 enum class red_op { and_, or_, xor_, max, min, sum, prod };
 
+/// acc[i] = f(acc[i], v[i]): one loop per operation, which the compiler vectorizes.
+template <class T, class F>
+void combine_with(T *acc, const T *v, std::size_t n, F f)
+{
+    for (std::size_t i = 0; i < n; ++i) {
+        acc[i] = static_cast<T>(f(acc[i], v[i]));
+    }
+}
+
 template <class T>
 void combine(red_op op, T *acc, const T *v, std::size_t n)
 {
-    for (std::size_t i = 0; i < n; ++i) {
-        if constexpr (std::is_integral_v<T>) {
-            switch (op) {
-                case red_op::and_:
-                    acc[i] = static_cast<T>(acc[i] & v[i]);
-                    continue;
-                case red_op::or_:
-                    acc[i] = static_cast<T>(acc[i] | v[i]);
-                    continue;
-                case red_op::xor_:
-                    acc[i] = static_cast<T>(acc[i] ^ v[i]);
-                    continue;
-                default:
-                    break;
-            }
+    constexpr bool complex =
+        std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+    if constexpr (std::is_integral_v<T>) {
+        switch (op) {
+            case red_op::and_:
+                return combine_with(acc, v, n, [](T a, T b) { return a & b; });
+            case red_op::or_:
+                return combine_with(acc, v, n, [](T a, T b) { return a | b; });
+            case red_op::xor_:
+                return combine_with(acc, v, n, [](T a, T b) { return a ^ b; });
+            default:
+                break;
         }
-        if constexpr (!std::is_same_v<T, std::complex<float>> &&
-                      !std::is_same_v<T, std::complex<double>>) {
-            if (op == red_op::max) {
-                acc[i] = v[i] > acc[i] ? v[i] : acc[i];
-                continue;
-            }
-            if (op == red_op::min) {
-                acc[i] = v[i] < acc[i] ? v[i] : acc[i];
-                continue;
-            }
+    }
+    if constexpr (!complex) {
+        switch (op) {
+            case red_op::max:
+                return combine_with(acc, v, n, [](T a, T b) { return b > a ? b : a; });
+            case red_op::min:
+                return combine_with(acc, v, n, [](T a, T b) { return b < a ? b : a; });
+            default:
+                break;
         }
-        if (op == red_op::sum) {
-            acc[i] = static_cast<T>(acc[i] + v[i]);
-        } else if (op == red_op::prod) {
-            acc[i] = static_cast<T>(acc[i] * v[i]);
-        }
+    }
+    if (op == red_op::sum) {
+        combine_with(acc, v, n, [](T a, T b) { return a + b; });
+    } else if (op == red_op::prod) {
+        combine_with(acc, v, n, [](T a, T b) { return a * b; });
     }
 }
 
@@ -211,26 +283,88 @@ template <class T>
 void reduce(const group &gr, const char *routine, red_op op, T *dest, const T *source,
             std::size_t n)
 {
-    // Into private memory first: dest may be source (in place), and members
-    // read our source until the second synchronization.
+    // Every member combines the contributions in member order, so all get
+    // the same bits (floating point), into private memory first: dest may be
+    // source (in place).
     thread_local std::vector<T> acc;
     thread_local std::vector<T> theirs;
+    const std::size_t bytes = n * sizeof(T);
+    if (gr.scratch != nullptr && bytes * std::size_t(gr.n - 1) <= gr.scratch_len) {
+        // Small: push. Member j's contribution lands in slot j (j < me) or
+        // j - 1 of every other member's buffer, with a signal; each member
+        // waits for n - 1 signals. A team alternates two buffers: a member
+        // cannot push into a buffer twice before its owner has read it, as
+        // finishing the reduction in between needs the owner's contribution.
+        int half = 0;
+        if (gr.uses != nullptr) {
+            half = static_cast<int>((*gr.uses)++ & 1);
+        }
+        char *buf = gr.scratch + std::size_t(half) * gr.scratch_len;
+        std::int64_t *arrived = &gr.words[word_reduce + half];
+        // An active set's pSync is not reused before everyone is done with
+        // it (the routine's precondition): there each pusher sets a flag of
+        // its own, a store rather than an atomic add on a shared counter.
+        const bool flags = gr.uses == nullptr && gr.n - 1 <= max_flags;
+        for (int j = 0; j < gr.n; ++j) {
+            if (j != gr.me) {
+                const int slot = gr.me < j ? gr.me : gr.me - 1;
+                std::int64_t *sig = flags ? &gr.words[word_flags + slot] : arrived;
+                put_signal(&g.world, routine, buf + std::size_t(slot) * bytes, source, bytes,
+                           reinterpret_cast<std::uint64_t *>(sig), 1,
+                           flags ? SHMEM_SIGNAL_SET : SHMEM_SIGNAL_ADD, gr.pes[j], false);
+            }
+        }
+        acc.assign(source, source + n);  // before dest changes (in place)
+        if (flags) {
+            for (int k = 0; k < gr.n - 1; ++k) {
+                std::int64_t *f = &gr.words[word_flags + k];
+                backoff b;
+                while (__atomic_load_n(f, __ATOMIC_ACQUIRE) == gr.base) {
+                    progress(&g.world);
+                    b.pause();
+                }
+                __atomic_store_n(f, gr.base, __ATOMIC_RELAXED);  // its data is read below
+            }
+        } else {
+            await_arrivals(gr, arrived, gr.n - 1);
+        }
+        auto contribution = [&](int j) {
+            return j == gr.me ? acc.data()
+                              : reinterpret_cast<const T *>(
+                                    buf + std::size_t(j < gr.me ? j : j - 1) * bytes);
+        };
+        theirs.assign(contribution(0), contribution(0) + n);
+        for (int j = 1; j < gr.n; ++j) {
+            combine<T>(op, theirs.data(), contribution(j), n);
+        }
+        std::memcpy(static_cast<void *>(dest), theirs.data(), bytes);
+        return;
+    }
+    // Pull, a chunk at a time, after a synchronization (every source ready);
+    // a second one tells everyone that nobody reads their source any more.
     constexpr std::size_t chunk = (64 * 1024) / sizeof(T) + 1;
-    acc.assign(source, source + n);
+    acc.resize(n);
     theirs.resize(n < chunk ? n : chunk);
     group_sync(gr, routine);
-    for (int j = 0; j < gr.n; ++j) {
-        if (j == gr.me) {
-            continue;
-        }
-        for (std::size_t at = 0; at < n; at += chunk) {
-            const std::size_t m = n - at < chunk ? n - at : chunk;
-            pull(gr, routine, theirs.data(), source + at, m * sizeof(T), j);
-            combine<T>(op, acc.data() + at, theirs.data(), m);
+    for (std::size_t at = 0; at < n; at += chunk) {
+        const std::size_t m = n - at < chunk ? n - at : chunk;
+        pull(gr, routine, acc.data() + at, source + at, m * sizeof(T), 0);
+        for (int j = 1; j < gr.n; ++j) {
+            // A member whose memory is mapped is combined in place, not copied.
+            const T *v = source + at;
+            if (j != gr.me) {
+                const target t = locate(&g.world, routine, source + at, m * sizeof(T), gr.pes[j]);
+                v = reinterpret_cast<const T *>(t.ptr);
+                if (v == nullptr) {
+                    pull(gr, routine, theirs.data(), source + at, m * sizeof(T), j);
+                    v = theirs.data();
+                }
+            }
+            combine<T>(op, acc.data() + at, v, m);
         }
     }
     group_sync(gr, routine);
-    std::memcpy(static_cast<void *>(dest), acc.data(), n * sizeof(T));
+    std::memcpy(static_cast<void *>(dest), acc.data(), bytes);
 }
 
 // ------------------------------------------------------------------ teams
@@ -709,11 +843,11 @@ WEFT_SHMEM_OLD_COLL(64)
     void shmem_##NAME##_##OP##_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, \
                                       int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)    \
     {                                                                                            \
-        (void)pWrk; /* the pull algorithm needs no symmetric work array */                       \
-        const active_set a = active_of(__func__, PE_start, logPE_stride, PE_size, pSync);        \
+        active_set a = active_of(__func__, PE_start, logPE_stride, PE_size, pSync);              \
         if (nreduce < 0) {                                                                       \
             fatal(__func__, "nreduce %d is negative", nreduce);                                  \
         }                                                                                        \
+        with_work(a, __func__, pWrk, sizeof(TYPE), std::size_t(nreduce));                        \
         reduce<CXX>(a.gr, __func__, ROP, reinterpret_cast<CXX *>(dest),                          \
                     reinterpret_cast<const CXX *>(source), std::size_t(nreduce));                \
     }

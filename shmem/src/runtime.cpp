@@ -590,6 +590,15 @@ void wait(shmem_ctx_opaque *c, token &t, const char *routine)
 
 void quiet(shmem_ctx_opaque *c, const char *routine)
 {
+    // Stores to mapped memory are complete once they leave this core's store
+    // buffer: with nothing posted to the endpoint since the last quiet, that
+    // fence is the whole quiet. With SHMEM_THREAD_MULTIPLE another thread may
+    // have taken the flag while its flush still runs: always flush then.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (g.thread_level != SHMEM_THREAD_MULTIPLE &&
+        !c->posted.exchange(false, std::memory_order_relaxed)) {
+        return;
+    }
     if (c == &g.world) {
         const long rc = weft_ep_flush(c->ep, -1);
         if (rc != 0) {

@@ -25,6 +25,7 @@ struct shmem_team_opaque {
     int slot = -1;
     shmem_team_config_t config{};
     bool predefined = false;
+    std::uint64_t reductions = 0;  ///< pushed reductions so far: their parity picks the buffer
 };
 
 /// A communication context: its own endpoint (an ordering and completion
@@ -36,6 +37,9 @@ struct shmem_ctx_opaque {
     long options = 0;
     bool is_default = false;
     shmem_team_opaque *team = nullptr;  ///< PE numbers are this team's (nullptr: the world's)
+    /// An operation went to the endpoint since the last quiet (below
+    /// SHMEM_THREAD_MULTIPLE, a quiet without one is a memory fence).
+    std::atomic<bool> posted{false};
 };
 
 namespace weft::shmem {
@@ -145,6 +149,7 @@ void post(shmem_ctx_opaque *c, const char *routine, const char *call, Post &&p)
     for (;;) {
         const long rc = static_cast<long>(p());
         if (rc == 0) [[likely]] {
+            c->posted.store(true, std::memory_order_relaxed);
             return;
         }
         if (rc != -WEFT_EAGAIN) {
@@ -213,26 +218,46 @@ std::size_t heap_size_of(void *p);
 /// Set up the allocator over [base + reserved, base + len).
 void heap_init(char *base, std::size_t len, std::size_t reserved);
 
+/// A group's symmetric words, by index: the same layout in a team's slot and
+/// in an active set's pSync (SHMEM_SYNC_SIZE longs).
+enum word : int {
+    word_count = 64,   ///< collect: this PE's contribution in bytes
+    word_mask = 65,    ///< team splits: this PE's free slots (teams only)
+    word_bcast = 66,   ///< pushed broadcasts that arrived here
+    word_reduce = 67,  ///< pushed reduction contributions that arrived, by buffer (2 in a team)
+    word_flags = 68,   ///< active sets: a flag per pushing member (reductions)
+};
+inline constexpr int max_flags = SHMEM_SYNC_SIZE - word_flags;
+
 /// A team's symmetric synchronization words (one slot per team a PE is in).
 struct team_words {
     std::int64_t round[64];  ///< counting dissemination: round k's arrivals
-    std::int64_t count;      ///< collect: this PE's contribution in bytes
-    std::int64_t mask;       ///< team splits: this PE's free slots
-    std::int64_t pad[6];
+    std::int64_t count;      ///< word_count
+    std::int64_t mask;       ///< word_mask
+    std::int64_t bcast;      ///< word_bcast
+    std::int64_t reduce[2];  ///< word_reduce, word_reduce + 1
+    std::int64_t pad[3];
 };
 static_assert(sizeof(team_words) == 576);
+static_assert(offsetof(team_words, reduce) == word_reduce * sizeof(std::int64_t));
+static_assert(word_reduce + 1 < SHMEM_SYNC_SIZE);
 inline constexpr int max_teams = 64;  ///< slots; 0 is SHMEM_TEAM_WORLD, 1 SHMEM_TEAM_SHARED
+
+/// Bytes of one of a team's two reduction buffers: members push reductions of
+/// up to this many bytes times (members - 1) here instead of synchronizing twice.
+inline constexpr std::size_t team_scratch = 4096;
 
 /// Internal symmetric words at the start of the heap.
 struct internal_area {
     std::uint64_t barrier_flags[64];  ///< shmem_barrier_all: round k's flag
     team_words teams[max_teams];
+    alignas(64) char scratch[max_teams][2][team_scratch];  ///< pushed reductions, by team slot
 };
 inline internal_area *internal() noexcept
 {
     return reinterpret_cast<internal_area *>(g.segs[0].base);
 }
-inline constexpr std::size_t internal_reserved = 64 * 1024;
+inline constexpr std::size_t internal_reserved = 1024 * 1024;
 static_assert(sizeof(internal_area) <= internal_reserved);
 
 /// PEs taking part in a collective, and the symmetric words it synchronizes
@@ -241,8 +266,13 @@ struct group {
     const int *pes;       ///< world PE of each member
     int n;                ///< members
     int me;               ///< this PE's index
-    std::int64_t *words;  ///< round k at words[k]; the count at words[64]
+    std::int64_t *words;  ///< round k at words[k], then `enum word`
     std::int64_t base;    ///< the words' resting value
+    /// Symmetric buffers that small reductions push into (nullptr: none):
+    /// a team's two (the parity of `*uses` picks one), or an active set's pWrk.
+    char *scratch = nullptr;
+    std::size_t scratch_len = 0;    ///< bytes of each buffer
+    std::uint64_t *uses = nullptr;  ///< teams: pushed reductions so far; nullptr: one buffer
 };
 /// Counting dissemination barrier over the group (no quiet).
 void group_sync(const group &gr, const char *routine);

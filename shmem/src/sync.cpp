@@ -132,8 +132,13 @@ void sync_all(const char *routine)
     for (int dist = 1; dist < g.npes; dist <<= 1, ++round) {
         const int to = (g.me + dist) % g.npes;
         std::uint64_t *flag = &in->barrier_flags[round];
-        amo(&g.world, routine, WEFT_REPLACE, WEFT_UINT64, sizeof(std::uint64_t), flag, &epoch,
-            nullptr, nullptr, to, false);
+        if (const target t = locate(&g.world, routine, flag, sizeof(*flag), to); t.ptr != nullptr) {
+            // A store, not an exchange: it does not wait for the line to come.
+            __atomic_store_n(reinterpret_cast<std::uint64_t *>(t.ptr), epoch, __ATOMIC_RELEASE);
+        } else {
+            amo(&g.world, routine, WEFT_REPLACE, WEFT_UINT64, sizeof(std::uint64_t), flag, &epoch,
+                nullptr, nullptr, to, false);
+        }
         spin([&] { return load(flag) >= epoch; });
     }
 }

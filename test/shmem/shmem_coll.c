@@ -228,6 +228,40 @@ static void test_bcast_back_to_back(void)
     }
 }
 
+/** Reductions one after the other, in place, with no synchronization between them: small
+ *  ones push into buffers a fast member could overwrite before a slow one reads them. */
+static void test_reduce_back_to_back(void)
+{
+    const uint64_t c = case_counter++;
+    const long base = (long)npes * (npes - 1) / 2;
+    long *v = (long *)sbuf;
+    double *x = (double *)(sbuf + 64);
+    shmem_barrier_all();
+    for (int r = 0; r < 64 * npes; ++r) {
+        const size_t len = 1 + (size_t)(r % 4);
+        for (size_t i = 0; i < len; ++i) {
+            v[i] = me + r + (long)i;
+        }
+        int rc = shmem_long_sum_reduce(SHMEM_TEAM_WORLD, v, v, len);
+        CHECK(rc == 0, "shmem_long_sum_reduce #%d returned %d", r, rc);
+        for (size_t i = 0; i < len; ++i) {
+            CHECK(v[i] == base + (long)npes * (r + (long)i),
+                  "back-to-back shmem_long_sum_reduce #%d: element %zu is %ld, want %ld", r, i,
+                  v[i], base + (long)npes * (r + (long)i));
+        }
+        /* Every member must get the very same bits of a floating-point sum. */
+        *x = 1.0 / (3.0 + me + r) + (double)VAL(long, seed_of(c, me), (size_t)r) * 1e-9;
+        rc = shmem_double_sum_reduce(SHMEM_TEAM_WORLD, x, x, 1);
+        CHECK(rc == 0, "shmem_double_sum_reduce #%d returned %d", r, rc);
+        double *all = (double *)dbuf;
+        shmem_double_fcollect(SHMEM_TEAM_WORLD, all, x, 1);
+        for (int p = 0; p < npes; ++p) {
+            CHECK(memcmp(&all[p], x, sizeof *x) == 0,
+                  "shmem_double_sum_reduce #%d: PE %d got %.17g, this PE %.17g", r, p, all[p], *x);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ collect, fcollect */
 
 #define DEF_COLLECT(T, N)                                                                      \
@@ -1099,6 +1133,7 @@ int main(void)
 #define CALL_BCAST(T, N) test_bcast_##N();
     COLL_TYPES(CALL_BCAST)
     test_bcast_back_to_back();
+    test_reduce_back_to_back();
     test_section("collect, fcollect (team)");
 #define CALL_COLLECT(T, N) \
     test_collect_##N();    \
