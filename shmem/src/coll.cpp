@@ -144,7 +144,7 @@ void pull(const group &gr, const char *routine, void *dst, const void *src, std:
 
 /// Broadcasts whose bytes times receivers are at most this are pushed by the
 /// root (one signal per member) rather than pulled (two synchronizations).
-constexpr std::size_t push_bcast_max = 32 * 1024;
+constexpr std::size_t push_bcast_max = 256 * 1024;
 
 void broadcast(const group &gr, const char *routine, void *dest, const void *source,
                std::size_t len, int root, bool root_too)
