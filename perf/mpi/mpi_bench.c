@@ -28,6 +28,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 enum bench { B_LAT, B_BW, B_BIBW, B_MBW, B_RATE };
 static const char *bench_names[] = {"lat", "bw", "bibw", "mbw", "rate"};
 
@@ -48,51 +50,6 @@ static void usage(void)
     }
 }
 
-static size_t parse_size(const char *s)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end == s || v < 0) {
-        return (size_t)-1;
-    }
-    switch (*end) {
-        case 'k':
-        case 'K':
-            v *= 1024;
-            break;
-        case 'm':
-        case 'M':
-            v *= 1024 * 1024;
-            break;
-        case 'g':
-        case 'G':
-            v *= 1024.0 * 1024 * 1024;
-            break;
-        case '\0':
-            break;
-        default:
-            return (size_t)-1;
-    }
-    return (size_t)v;
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/** Timed iterations for @p size: the default up to 8 KiB, then scaled down by size. */
-static long iters_for(size_t size, long base, long floor)
-{
-    if (size <= 8192) {
-        return base;
-    }
-    long n = (long)((double)base * 8192.0 / (double)size);
-    return n < floor ? floor : n;
-}
-
 /* ------------------------------------------------------------------ the benchmarks */
 
 static double run_lat(size_t size, long iters, long warmup, char *sbuf, char *rbuf)
@@ -103,7 +60,7 @@ static double run_lat(size_t size, long iters, long warmup, char *sbuf, char *rb
     }
     for (long i = 0; i < iters + warmup; ++i) {
         if (i == warmup) {
-            t0 = now();
+            t0 = bench_now();
         }
         if (0 == rank) {
             MPI_Send(sbuf, (int)size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
@@ -113,7 +70,7 @@ static double run_lat(size_t size, long iters, long warmup, char *sbuf, char *rb
             MPI_Send(sbuf, (int)size, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
         }
     }
-    return (now() - t0) * 1e6 / (2.0 * (double)iters);
+    return (bench_now() - t0) * 1e6 / (2.0 * (double)iters);
 }
 
 /**
@@ -127,7 +84,7 @@ static double run_window(size_t size, long iters, long warmup, int window, int p
     int ack = 0;
     for (long i = 0; i < iters + warmup; ++i) {
         if (i == warmup) {
-            t0 = now();
+            t0 = bench_now();
         }
         if (sender) {
             for (int w = 0; w < window; ++w) {
@@ -143,7 +100,7 @@ static double run_window(size_t size, long iters, long warmup, int window, int p
             MPI_Send(&ack, 1, MPI_INT, peer, 3, MPI_COMM_WORLD);
         }
     }
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 static double run_bibw(size_t size, long iters, long warmup, int window, char *sbuf, char *rbuf,
@@ -156,7 +113,7 @@ static double run_bibw(size_t size, long iters, long warmup, int window, char *s
     const int peer = 1 - rank;
     for (long i = 0; i < iters + warmup; ++i) {
         if (i == warmup) {
-            t0 = now();
+            t0 = bench_now();
         }
         for (int w = 0; w < window; ++w) {
             MPI_Irecv(rbuf, (int)size, MPI_BYTE, peer, 4, MPI_COMM_WORLD, &reqs[window + w]);
@@ -166,7 +123,7 @@ static double run_bibw(size_t size, long iters, long warmup, int window, char *s
         }
         MPI_Waitall(2 * window, reqs, MPI_STATUSES_IGNORE);
     }
-    const double dt = now() - t0;
+    const double dt = bench_now() - t0;
     return (double)size * window * 2.0 * (double)iters / dt / 1e6;
 }
 
@@ -195,15 +152,15 @@ int main(int argc, char **argv)
             char *list = strdup(val), *save = NULL;
             for (char *tok = strtok_r(list, ",", &save); tok && nsizes < 64;
                  tok = strtok_r(NULL, ",", &save)) {
-                sizes[nsizes++] = parse_size(tok);
+                sizes[nsizes++] = bench_parse_size(tok);
             }
             free(list);
             ++a;
         } else if (0 == strcmp(opt, "--min-size") && val) {
-            min_size = parse_size(val);
+            min_size = bench_parse_size(val);
             ++a;
         } else if (0 == strcmp(opt, "--max-size") && val) {
-            max_size = parse_size(val);
+            max_size = bench_parse_size(val);
             ++a;
         } else if ((0 == strcmp(opt, "-W") || 0 == strcmp(opt, "--window")) && val) {
             window = atoi(val);
@@ -271,7 +228,7 @@ int main(int argc, char **argv)
     const long base = iters > 0 ? iters : (bench == B_LAT ? 10000 : 100);
     for (int k = 0; k < nsizes; ++k) {
         const size_t size = sizes[k];
-        const long n = iters_for(size, base, bench == B_LAT ? 100 : 10);
+        const long n = bench_iters_for(size, base, bench == B_LAT ? 100 : 10);
         const long wu = warmup >= 0 ? warmup : (n / 10 > 1 ? n / 10 : 2);
         double value = 0;
         MPI_Barrier(MPI_COMM_WORLD);

@@ -102,6 +102,7 @@ command -v timeout >/dev/null 2>&1 || die "timeout not found (coreutils)"
 
 # ------------------------------------------------------------------ find the tools
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+perf_dir=$(dirname "$script_dir")
 src_dir=$(cd "$script_dir/../.." && pwd)
 bench_src="$script_dir/shmem_bench.c"
 [ -f "$bench_src" ] || die "$bench_src not found"
@@ -155,7 +156,7 @@ for be in "${backend_list[@]}"; do
         oshmem) cc="$oshcc"; lib=liboshmem ;;
     esac
     bin="$out/bin/shmem_bench.$be"
-    if ! $cc $cflags -o "$bin" "$bench_src" >"$out/logs/build_$be.txt" 2>&1; then
+    if ! $cc $cflags -I "$perf_dir" -o "$bin" "$bench_src" >"$out/logs/build_$be.txt" 2>&1; then
         cat "$out/logs/build_$be.txt" >&2
         die "building shmem_bench with $cc failed"
     fi
@@ -284,29 +285,7 @@ for b in "${bench_list[@]}"; do
 done
 
 # ------------------------------------------------------------------ min, median, table
-# mawk has no asort: an insertion sort per group is plenty for tens of values.
-awk -F, '
-    NR == 1 { next }
-    {
-        k = $1 SUBSEP $2 SUBSEP $3
-        if (!(k in n)) { keys[++nk] = k }
-        v[k, ++n[k]] = $5 + 0
-    }
-    END {
-        print "benchmark,size,backend,min,median,max"
-        for (i = 1; i <= nk; i++) {
-            k = keys[i]; m = n[k]
-            for (a = 1; a <= m; a++) { s[a] = v[k, a] }
-            for (a = 2; a <= m; a++) {
-                x = s[a]
-                for (b = a - 1; b >= 1 && s[b] > x; b--) { s[b + 1] = s[b] }
-                s[b + 1] = x
-            }
-            med = (m % 2) ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
-            split(k, f, SUBSEP)
-            printf "%s,%s,%s,%.6g,%.6g,%.6g\n", f[1], f[2], f[3], s[1], med, s[m]
-        }
-    }' "$work/raw.csv" >"$work/results.csv"
+awk -f "$perf_dir/stats.awk" "$work/raw.csv" >"$work/results.csv"
 
 {
     echo "# weft OpenSHMEM vs Open MPI oshmem: shmem_bench, $np PEs, $reps interleaved reps"

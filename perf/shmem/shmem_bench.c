@@ -47,6 +47,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 enum bench_id {
     B_PUT_LAT,
     B_GET_LAT,
@@ -116,50 +118,6 @@ static void usage(void)
             "Output: one line \"BENCH SIZE VALUE UNIT\" per size on PE 0.\n");
 }
 
-static size_t parse_size(const char *s)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end == s || v < 0) {
-        return (size_t)-1;
-    }
-    switch (*end) {
-        case 'k':
-        case 'K':
-            v *= 1024;
-            ++end;
-            break;
-        case 'm':
-        case 'M':
-            v *= 1024 * 1024;
-            ++end;
-            break;
-        default:
-            break;
-    }
-    if (*end != '\0') {
-        return (size_t)-1;
-    }
-    return (size_t)v;
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/** Timed iterations for @p bytes: @p base up to 8 KiB, then scaled down by size. */
-static long iters_for(size_t bytes, long base, long floor)
-{
-    if (bytes <= 8192) {
-        return base;
-    }
-    long n = (long)((double)base * 8192.0 / (double)bytes);
-    return n < floor ? floor : n;
-}
-
 static void fail(const char *bench, size_t size, const char *msg, long detail)
 {
     fprintf(stderr, "shmem_bench: %s size %zu: PE %d: %s (%ld)\n", bench, size, me, msg, detail);
@@ -207,12 +165,12 @@ static double run_put_lat(size_t size, long iters, long warmup)
         double t0 = 0;
         for (long i = 0; i < iters + warmup; ++i) {
             if (i == warmup) {
-                t0 = now();
+                t0 = bench_now();
             }
             shmem_putmem(rbuf, sbuf, size, 1);
             shmem_quiet();
         }
-        dt = now() - t0;
+        dt = bench_now() - t0;
     }
     shmem_barrier_all();
     if (1 == me) {
@@ -233,11 +191,11 @@ static double run_get_lat(size_t size, long iters, long warmup)
         double t0 = 0;
         for (long i = 0; i < iters + warmup; ++i) {
             if (i == warmup) {
-                t0 = now();
+                t0 = bench_now();
             }
             shmem_getmem(rbuf, sbuf, size, 1);
         }
-        dt = now() - t0;
+        dt = bench_now() - t0;
         check("get_lat", rbuf, size);
     }
     shmem_barrier_all();
@@ -256,7 +214,7 @@ static double run_put_pingpong(size_t size, long iters, long warmup)
         double t0 = 0;
         for (long i = 0; i < iters + warmup; ++i) {
             if (i == warmup) {
-                t0 = now();
+                t0 = bench_now();
             }
             if (0 == me) {
                 shmem_putmem(rbuf, sbuf, size, peer);
@@ -270,7 +228,7 @@ static double run_put_pingpong(size_t size, long iters, long warmup)
                 shmem_long_p(flag, i + 1, peer);
             }
         }
-        dt = now() - t0;
+        dt = bench_now() - t0;
     }
     shmem_barrier_all();
     if (me < 2) {
@@ -289,7 +247,7 @@ static double run_amo_lat(int cswap, long iters, long warmup)
         double t0 = 0;
         for (long i = 0; i < iters + warmup; ++i) {
             if (i == warmup) {
-                t0 = now();
+                t0 = bench_now();
             }
             long old = cswap ? shmem_long_atomic_compare_swap(counter, i, i + 1, 1)
                              : shmem_long_atomic_fetch_add(counter, 1, 1);
@@ -297,7 +255,7 @@ static double run_amo_lat(int cswap, long iters, long warmup)
                 fail(name, 8, "atomic returned a wrong value at iteration", i);
             }
         }
-        dt = now() - t0;
+        dt = bench_now() - t0;
     }
     shmem_barrier_all();
     if (1 == me && *counter != iters + warmup) {
@@ -320,7 +278,7 @@ static double run_window(const char *name, int get, size_t size, long iters, lon
         double t0 = 0;
         for (long i = 0; i < iters + warmup; ++i) {
             if (i == warmup) {
-                t0 = now();
+                t0 = bench_now();
             }
             for (int w = 0; w < window; ++w) {
                 if (get) {
@@ -331,7 +289,7 @@ static double run_window(const char *name, int get, size_t size, long iters, lon
             }
             shmem_quiet();
         }
-        dt = now() - t0;
+        dt = bench_now() - t0;
         if (get) {
             check(name, rbuf, size);
         }
@@ -366,11 +324,11 @@ static double run_barrier(long iters, long warmup)
     double t0 = 0;
     for (long i = 0; i < iters + warmup; ++i) {
         if (i == warmup) {
-            t0 = now();
+            t0 = bench_now();
         }
         shmem_barrier_all();
     }
-    const double mine = (now() - t0) * 1e6 / (double)iters;
+    const double mine = (bench_now() - t0) * 1e6 / (double)iters;
     return mean_over_pes(mine);
 }
 
@@ -396,10 +354,10 @@ static double run_bcast(size_t size, long iters, long warmup)
         if (0 == me) {
             src[0] = src[nelems - 1] = i + 1;
         }
-        const double t0 = now();
+        const double t0 = bench_now();
         shmem_broadcast64(dst, src, nelems, 0, 0, 0, npes, psync[i & 1]);
         if (i >= warmup) {
-            acc += now() - t0;
+            acc += bench_now() - t0;
         }
         if (0 != me && (dst[0] != i + 1 || dst[nelems - 1] != i + 1)) {
             fail("bcast", size, "stale or missing data after the call at iteration", i);
@@ -444,7 +402,7 @@ static double run_reduce(int dbl, size_t count, long iters, long warmup)
             lsrc[0] = me + i;
             lsrc[last] = me + (long)last + i;
         }
-        const double t0 = now();
+        const double t0 = bench_now();
         if (dbl) {
             shmem_double_sum_to_all(ddst, dsrc, (int)count, 0, 0, npes, (double *)pwrk[i & 1],
                                     psync[i & 1]);
@@ -453,7 +411,7 @@ static double run_reduce(int dbl, size_t count, long iters, long warmup)
                                   psync[i & 1]);
         }
         if (i >= warmup) {
-            acc += now() - t0;
+            acc += bench_now() - t0;
         }
         const long want0 = base + (long)npes * i, wantl = base + (long)npes * ((long)last + i);
         if (dbl ? (ddst[0] != (double)want0 || ddst[last] != (double)wantl)
@@ -521,13 +479,13 @@ int main(int argc, char **argv)
                     bad = 1;
                     break;
                 }
-                list[nlist++] = parse_size(tok);
+                list[nlist++] = bench_parse_size(tok);
             }
             free(l);
         } else if (0 == strcmp(opt, "--min")) {
-            min_size = parse_size(val);
+            min_size = bench_parse_size(val);
         } else if (0 == strcmp(opt, "--max")) {
-            max_size = parse_size(val);
+            max_size = bench_parse_size(val);
         } else if (0 == strcmp(opt, "-i") || 0 == strcmp(opt, "--iters")) {
             iters = atol(val);
             bad |= iters < 1;
@@ -636,11 +594,11 @@ int main(int argc, char **argv)
         for (int k = 0; k < nsizes; ++k) {
             const size_t size = sizes[k];
             const size_t bytes = elems ? size * 8 : size;
-            long n = iters_for(bytes, base, bi->floor_iters < base ? bi->floor_iters : base);
+            long n = bench_iters_for(bytes, base, bi->floor_iters < base ? bi->floor_iters : base);
             if (b == B_PUT_BW || b == B_GET_BW || b == B_PUT_RATE) {
                 /* window operations per iteration: bound the bytes of the whole window */
-                n = iters_for(bytes * (size_t)window / 64, base,
-                              bi->floor_iters < base ? bi->floor_iters : base);
+                n = bench_iters_for(bytes * (size_t)window / 64, base,
+                                    bi->floor_iters < base ? bi->floor_iters : base);
             }
             const long wu = warmup >= 0 ? warmup : (n / 10 > 2 ? n / 10 : 2);
             double value = 0;

@@ -369,11 +369,6 @@ void reduce(const group &gr, const char *routine, red_op op, T *dest, const T *s
 
 // ------------------------------------------------------------------ teams
 
-shmem_team_opaque *team_of(shmem_team_t t)
-{
-    return t;
-}
-
 /// Agree with every member of `parent` on `want` free slots: each offers its
 /// free slots, the common ones win (lowest first). -1s when there are not enough.
 void agree_on_slots(shmem_team_opaque *parent, const char *routine, int want, int *out)
@@ -460,7 +455,7 @@ shmem_team_opaque *usable(const char *routine, shmem_team_t team)
     if (team == SHMEM_TEAM_INVALID) {
         return nullptr;
     }
-    shmem_team_opaque *t = team_of(team);
+    shmem_team_opaque *t = team;
     return t->me >= 0 ? t : nullptr;
 }
 
