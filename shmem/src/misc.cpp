@@ -60,6 +60,10 @@ void shmem_clear_lock(long *lock)
     shmem_quiet();
     // Serve the next ticket: add one to the low half only (a 32-bit add on
     // the little-endian low word, so it never carries into the ticket half).
+    // Mixing it with 64-bit atomics on the same word is sound because the
+    // symmetric segments are in weft's CPU atomicity domain: every one of
+    // them is a locked instruction on one aligned word, here or in the
+    // target's handler. A NIC domain (64-bit only) would need a CAS loop.
     const std::uint32_t one = 1;
     amo(&g.world, __func__, WEFT_SUM, WEFT_UINT32, 4, lock, &one, nullptr, nullptr, lock_pe, false);
     shmem_quiet();
