@@ -225,6 +225,9 @@ int shmem_addr_accessible(const void *addr, int pe);
 void *shmem_ptr(const void *dest, int pe);
 void shmem_info_get_version(int *major, int *minor);
 void shmem_info_get_name(char *name);
+/** Profiling control (1.5): level 0 off, 1 on (the default), 2 on with
+ *  profile buffers flushed; weft keeps no profile, so any level is accepted. */
+void shmem_pcontrol(const int level, ...);
 
 /* ------------------------------------------------------------------ symmetric memory */
 
@@ -885,6 +888,19 @@ struct shmem_generic_never_ {
     SHMEM_GEN(SHMEM_GEN_SYNC_LIST, test_any_vector, *(v))(v, n, st, c, x)
 #define shmem_test_some_vector(v, n, ix, st, c, x) \
     SHMEM_GEN(SHMEM_GEN_SYNC_LIST, test_some_vector, *(v))(v, n, ix, st, c, x)
+
+/* Deprecated generic atomics (OpenSHMEM 1.3 C11 names, over the 1.3 types) */
+#define SHMEM_GEN_OLD_STD_LIST(X, OP) X(int, int, OP) X(long, long, OP) X(long long, longlong, OP)
+#define SHMEM_GEN_OLD_EXT_LIST(X, OP) \
+    SHMEM_GEN_OLD_STD_LIST(X, OP) X(float, float, OP) X(double, double, OP)
+#define shmem_fetch(s, pe) SHMEM_GEN(SHMEM_GEN_OLD_EXT_LIST, fetch, *(s))(s, pe)
+#define shmem_set(d, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_EXT_LIST, set, *(d))(d, v, pe)
+#define shmem_swap(d, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_EXT_LIST, swap, *(d))(d, v, pe)
+#define shmem_cswap(d, k, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, cswap, *(d))(d, k, v, pe)
+#define shmem_finc(d, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, finc, *(d))(d, pe)
+#define shmem_inc(d, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, inc, *(d))(d, pe)
+#define shmem_fadd(d, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, fadd, *(d))(d, v, pe)
+#define shmem_add(d, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, add, *(d))(d, v, pe)
 
 #endif /* C11 */
 

@@ -4,8 +4,10 @@
 
 #include <link.h>
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdarg>
@@ -13,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include <shmemx.h>
 
 #include "config.h"
 #include "shmem/src/shmem_impl.hpp"
@@ -224,6 +228,12 @@ std::vector<init_blob> g_blobs;  ///< kept for contexts created later
 
 void close_ctx(shmem_ctx_opaque *c)
 {
+    if (!c->owns_ep) {
+        c->keys.clear();  // the owner's
+        c->ep = nullptr;
+        c->cq = nullptr;
+        return;
+    }
     for (weft_rkey_t *k : c->keys) {
         (void)weft_rkey_release(k);
     }
@@ -420,6 +430,19 @@ void init_library(int requested, const char *routine)
                            ? CPU_COUNT(&cpus)
                            : sysconf(_SC_NPROCESSORS_ONLN);
     g.spins_before_yield = static_cast<long>(g.shared_team.pes.size()) > cores ? 64 : 1u << 20;
+    // Contexts with endpoints of their own: every endpoint of every PE on a
+    // node may send to each PE's endpoints, and a transport bounds how many
+    // local senders one endpoint takes (shm: 256 by default), so by default
+    // a PE opens at most 128 / (PEs on this node) and later contexts share.
+    g.max_ctx_endpoints = std::max<std::size_t>(1, 128 / g.shared_team.pes.size());
+    if (const char *v = std::getenv("SHMEM_CTX_ENDPOINTS"); v != nullptr && *v != '\0') {
+        char *end = nullptr;
+        const unsigned long n = std::strtoul(v, &end, 10);
+        if (*end != '\0' || n > 4096) {
+            fatal(routine, "SHMEM_CTX_ENDPOINTS=%s: not a number of endpoints in 0..4096", v);
+        }
+        g.max_ctx_endpoints = n;
+    }
     g.initialized = true;
     if (g.me == 0 && env_true("SHMEM_VERSION")) {
         std::printf("OpenSHMEM %d.%d, %s (transport %s)\n", SHMEM_MAJOR_VERSION,
@@ -434,8 +457,11 @@ void init_library(int requested, const char *routine)
             "%zu)\n"
             "  SHMEM_DEBUG            more detail in error messages\n"
             "  SHMEM_PROGRESS_THREAD  1: a weft thread drives progress (default: calls do)\n"
+            "  SHMEM_CTX_ENDPOINTS    contexts with an endpoint of their own; later ones share "
+            "(now %zu)\n"
             "  WEFT_*                 weft's own settings (weft_info -c)\n",
-            SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, g.heap_size);
+            SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, g.heap_size,
+            g.max_ctx_endpoints);
     }
     std::fflush(stdout);
     sync_all(routine);
@@ -465,8 +491,21 @@ int create_ctx(const char *routine, long options, shmem_team_opaque *team, shmem
             *ctx = SHMEM_CTX_INVALID;
             return 1;
         }
-        open_ctx(c, routine);
-        unpack_keys(c, g_blobs, routine);
+        if (g.ep_owners.size() < g.max_ctx_endpoints) {
+            open_ctx(c, routine);
+            unpack_keys(c, g_blobs, routine);
+            g.ep_owners.push_back(c);
+        } else {
+            // Past the endpoint budget: share one, round robin. Its quiet
+            // then also completes the other contexts' operations (stronger
+            // than needed), and its completions serve any of them (tokens).
+            const shmem_ctx_opaque *o =
+                g.ep_owners.empty() ? &g.world : g.ep_owners[g.next_shared++ % g.ep_owners.size()];
+            c->ep = o->ep;
+            c->cq = o->cq;
+            c->keys = o->keys;
+            c->owns_ep = false;
+        }
     }
     c->options = options;
     c->team = team;
@@ -671,6 +710,7 @@ void shmem_finalize(void)
         }
         list->clear();
     }
+    g.ep_owners.clear();
     close_ctx(&g.world);
     for (segment &sg : g.segs) {
         if (sg.mr != nullptr) {
@@ -763,6 +803,23 @@ void shmem_info_get_name(char *name)
     if (name != nullptr) {
         std::snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
     }
+}
+
+void shmem_pcontrol(const int level, ...)
+{
+    (void)level;  // no profile to control
+}
+
+double shmemx_wtime(void)
+{
+    timespec t{};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void shmemx_register_gettid(std::uint64_t (*gettid_fn)(void))
+{
+    (void)gettid_fn;  // weft needs no thread names
 }
 
 int shmem_ctx_create(long options, shmem_ctx_t *ctx)

@@ -37,6 +37,9 @@ struct shmem_ctx_opaque {
     long options = 0;
     bool is_default = false;
     shmem_team_opaque *team = nullptr;  ///< PE numbers are this team's (nullptr: the world's)
+    /// This context opened ep and cq (and unpacked keys): it closes them. A
+    /// context past SHMEM_CTX_ENDPOINTS shares another's instead.
+    bool owns_ep = true;
     /// An operation went to the endpoint since the last quiet (below
     /// SHMEM_THREAD_MULTIPLE, a quiet without one is a memory fence).
     std::atomic<bool> posted{false};
@@ -76,6 +79,9 @@ struct state {
     std::mutex ctl;                        ///< control path: the heap allocator, context creation
     std::vector<shmem_ctx_opaque *> ctxs;  ///< contexts created by the program
     std::vector<shmem_ctx_opaque *> spare_ctxs;  ///< destroyed ones, kept for reuse
+    std::vector<shmem_ctx_opaque *> ep_owners;   ///< contexts with endpoints of their own
+    std::size_t max_ctx_endpoints = 0;           ///< SHMEM_CTX_ENDPOINTS
+    std::size_t next_shared = 0;                 ///< round robin over ep_owners
     shmem_team_opaque world_team;                ///< SHMEM_TEAM_WORLD
     shmem_team_opaque shared_team;               ///< SHMEM_TEAM_SHARED
     std::uint64_t used_slots = 0;                ///< team slots this PE's teams hold

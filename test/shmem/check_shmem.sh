@@ -11,4 +11,10 @@ SHMEM_TEST_BUILD=${SHMEM_TEST_BUILD:-$build/test/shmem}
 # A modest heap: CI containers may have a small /dev/shm.
 SHMEM_SYMMETRIC_SIZE=${SHMEM_SYMMETRIC_SIZE:-256M}
 export OSHCC OSHRUN SHMEM_TEST_BUILD SHMEM_SYMMETRIC_SIZE
-exec "$here/run_shmem_tests.sh" "$@"
+"$here/run_shmem_tests.sh" "$@"
+status=$?
+[ "$status" = 77 ] && exit 77
+# Contexts past the endpoint budget share endpoints: once more with a budget of 2.
+echo "shmem_ctx again with SHMEM_CTX_ENDPOINTS=2 (contexts share endpoints):"
+SHMEM_CTX_ENDPOINTS=2 SHMEM_TEST_PROGRAMS=shmem_ctx "$here/run_shmem_tests.sh" "$@" || status=1
+exit "$status"

@@ -24,6 +24,8 @@
  * default context; 200 create / atomic add / destroy rounds with no explicit
  * quiet (the sum must be exact; contexts must be reusable);
  * 1.5: destroying SHMEM_CTX_INVALID does nothing.
+ * 300 live contexts (more than get endpoints of their own): a put and an atomic add on
+ * each, completed by each context's own quiet.
  * SHMEM_CTX_DEFAULT: its operations are completed by shmem_quiet() and by
  * shmem_barrier_all(), as the routines without a context argument are.
  * Static (data segment) targets: p, atomic add and putmem_nbi on every
@@ -448,6 +450,51 @@ static void test_destroy(void)
     shmem_barrier_all();
 }
 
+/* ------------------------------------------------------------------ many live contexts */
+
+/** More live contexts than endpoints of their own (SHMEM_CTX_ENDPOINTS, 128 / node PEs by
+ *  default; check_shmem.sh runs a second pass with 2): each puts and adds on the right
+ *  neighbour, then each context's quiet must complete its own operations, whichever
+ *  endpoint they went through. */
+static void test_many(void)
+{
+    enum { MANY = 300 };
+    static shmem_ctx_t many[MANY];
+    long *slots = (long *)dst; /* MANY longs */
+    for (int k = 0; k < MANY; ++k) {
+        slots[k] = -1;
+    }
+    *loopsum = 0;
+    shmem_barrier_all();
+    for (int k = 0; k < MANY; ++k) {
+        int rc = shmem_ctx_create(k % 2 ? SHMEM_CTX_PRIVATE : 0, &many[k]);
+        CHECK(rc == 0, "shmem_ctx_create of live context #%d returned %d", k, rc);
+        if (rc != 0) {
+            many[k] = SHMEM_CTX_DEFAULT;
+        }
+    }
+    for (int k = 0; k < MANY; ++k) {
+        shmem_ctx_long_p(many[k], &slots[k], 1000L * me + k, right);
+        shmem_ctx_long_atomic_add(many[k], loopsum, k + 1, right);
+    }
+    for (int k = MANY - 1; k >= 0; --k) {
+        shmem_ctx_quiet(many[k]);
+    }
+    shmem_barrier_all();
+    for (int k = 0; k < MANY; ++k) {
+        CHECK(slots[k] == 1000L * left + k, "live context #%d of %d: slot holds %ld, want %ld", k,
+              MANY, slots[k], 1000L * left + k);
+    }
+    CHECK(*loopsum == (long)MANY * (MANY + 1) / 2, "%d live contexts: sum %ld, want %ld", MANY,
+          *loopsum, (long)MANY * (MANY + 1) / 2);
+    for (int k = 0; k < MANY; ++k) {
+        if (many[k] != SHMEM_CTX_DEFAULT) {
+            shmem_ctx_destroy(many[k]);
+        }
+    }
+    shmem_barrier_all();
+}
+
 /* ------------------------------------------------------------------ SHMEM_CTX_DEFAULT */
 
 static void test_default(void)
@@ -574,6 +621,8 @@ int main(void)
     test_amo();
     test_section("shmem_ctx_destroy");
     test_destroy();
+    test_section("more live contexts than endpoints");
+    test_many();
     test_section("SHMEM_CTX_DEFAULT");
     test_default();
     test_section("contexts to static (data segment) objects");

@@ -252,6 +252,30 @@ static void test_old_atomics(void)
           "%g, %g",
           (double)fslot[left], dslot[left]);
 
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+    /* The 1.3 C11 generic names pick the typed routine by the pointer. */
+    shmem_barrier_all();
+    shmem_set(&lslot[me], 10L, right);
+    shmem_add(&lslot[me], 5L, right);
+    shmem_inc(&lslot[me], right);
+    long gl = shmem_fadd(&lslot[me], 4L, right);
+    CHECK(gl == 16, "generic shmem_fadd fetched %ld, expected 16", gl);
+    gl = shmem_finc(&lslot[me], right);
+    CHECK(gl == 20, "generic shmem_finc fetched %ld, expected 20", gl);
+    gl = shmem_cswap(&lslot[me], 21L, 30L, right);
+    CHECK(gl == 21, "generic shmem_cswap fetched %ld, expected 21", gl);
+    gl = shmem_swap(&lslot[me], 40L, right);
+    CHECK(gl == 30, "generic shmem_swap fetched %ld, expected 30", gl);
+    gl = shmem_fetch(&lslot[me], right);
+    CHECK(gl == 40, "generic shmem_fetch fetched %ld, expected 40", gl);
+    shmem_set(&dslot[me], 2.5, right);
+    double gd = shmem_swap(&dslot[me], 3.5, right);
+    CHECK(gd == 2.5, "generic shmem_swap (double) fetched %g, expected 2.5", gd);
+    gd = shmem_fetch(&dslot[me], right);
+    CHECK(gd == 3.5, "generic shmem_fetch (double) fetched %g, expected 3.5", gd);
+    shmem_barrier_all();
+#endif
+
     /* Concurrent: finc and fadd on counters of PE 0 (static objects). */
     old_counter_int = 0;
     old_counter_long = 0;

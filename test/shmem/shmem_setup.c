@@ -8,10 +8,13 @@
  * and for private memory (stack, malloc) which is not remotely accessible;
  * shmem_ptr (to itself: the object's own address; to another PE: when not
  * NULL, stores and loads through it are the owner's object);
- * shmem_info_get_version / shmem_info_get_name against the header's macros.
+ * shmem_info_get_version / shmem_info_get_name against the header's macros;
+ * shmem_pcontrol (1.5) at each level; shmemx_wtime advances.
  * (shmem_init itself is used by every other test program.)
  */
 #include "shmem_test.h"
+
+#include <shmemx.h>
 
 #define MAX_PES 256
 
@@ -174,6 +177,21 @@ int main(void)
           "shmem_info_get_name: length %zu (expected 1..%d, NUL-terminated)", len,
           SHMEM_MAX_NAME_LEN - 1);
     CHECK(strlen(SHMEM_VENDOR_STRING) < SHMEM_MAX_NAME_LEN, "SHMEM_VENDOR_STRING too long");
+#if SHMEM_TEST_V15
+    /* 1.5: profiling control takes the levels 0, 1, 2 (and may ignore them). */
+    shmem_pcontrol(0);
+    shmem_pcontrol(2);
+    shmem_pcontrol(1);
+#endif
+#ifdef WEFT_SHMEMX_H
+    /* The Sandia OpenSHMEM extension shmemx_wtime (weft's shmemx.h): seconds, advancing. */
+    const double w0 = shmemx_wtime();
+    double w1 = w0;
+    for (int i = 0; i < 1000000 && w1 == w0; ++i) {
+        w1 = shmemx_wtime();
+    }
+    CHECK(w0 > 0 && w1 > w0 && w1 - w0 < 1.0, "shmemx_wtime: %.9f then %.9f", w0, w1);
+#endif
     if (0 == me) {
         printf("    version %d.%d, name \"%s\", vendor string \"%s\", thread level %d\n", major,
                minor, name, SHMEM_VENDOR_STRING, provided);
