@@ -73,9 +73,14 @@ int shmem_test_lock(long *lock)
 {
     check_lock(__func__, lock);
     const std::uint64_t v = fetch_word(__func__, lock);
+    // Callers poll (`while (shmem_test_lock(l))`): when held, drive progress
+    // (peers may need this PE meanwhile) and, polled long, let the holder
+    // have the core (threads or PEs may outnumber cores).
+    thread_local backoff polled;
     if (static_cast<std::uint32_t>(v >> 32) != static_cast<std::uint32_t>(v)) {
-        progress(&g.world);  // callers poll: peers may need this PE meanwhile
-        return 1;            // held
+        progress(&g.world);
+        polled.pause();
+        return 1;  // held
     }
     // Free: take the next ticket only if nobody did meanwhile.
     const std::uint64_t want = v + ticket_one;
@@ -83,8 +88,10 @@ int shmem_test_lock(long *lock)
     amo(&g.world, __func__, WEFT_CSWAP, WEFT_UINT64, 8, lock, &want, &v, &old, lock_pe, false);
     if (old != v) {
         progress(&g.world);
+        polled.pause();
         return 1;
     }
+    polled.spins = 0;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return 0;
 }

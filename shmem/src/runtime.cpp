@@ -429,7 +429,12 @@ void init_library(int requested, const char *routine)
     const long cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
                            ? CPU_COUNT(&cpus)
                            : sysconf(_SC_NPROCESSORS_ONLN);
-    g.spins_before_yield = static_cast<long>(g.shared_team.pes.size()) > cores ? 64 : 1u << 20;
+    // With SHMEM_THREAD_MULTIPLE the program's threads may outnumber the
+    // cores too (the lock holder may be one that waits for a core).
+    g.spins_before_yield = static_cast<long>(g.shared_team.pes.size()) > cores ||
+                                   g.thread_level == SHMEM_THREAD_MULTIPLE
+                               ? 64
+                               : 1u << 20;
     // Contexts with endpoints of their own: every endpoint of every PE on a
     // node may send to each PE's endpoints, and a transport bounds how many
     // local senders one endpoint takes (shm: 256 by default), so by default

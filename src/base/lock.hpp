@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <pthread.h>
+#include <sched.h>
 
 #include "base/arch.hpp"
 
@@ -39,13 +40,19 @@ class alignas(cache_line_size) spin_lock {
 
     void lock() noexcept
     {
-        for (;;) {
+        for (unsigned spins = 0;;) {
             // acquire: the critical section's accesses stay after taking the lock.
             if (!locked_.exchange(true, std::memory_order_acquire)) [[likely]] {
                 return;
             }
             while (locked_.load(std::memory_order_relaxed)) {
-                cpu_relax();
+                // Long held: the holder may be waiting for this core (more
+                // threads than cores). Give it away now and then.
+                if (++spins % yield_every == 0) [[unlikely]] {
+                    sched_yield();
+                } else {
+                    cpu_relax();
+                }
             }
         }
     }
@@ -63,6 +70,7 @@ class alignas(cache_line_size) spin_lock {
     }
 
   private:
+    static constexpr unsigned yield_every = 1024;  ///< relaxes between yields while waiting
     std::atomic<bool> locked_{false};
 };
 static_assert(sizeof(spin_lock) == cache_line_size);

@@ -179,11 +179,17 @@ struct ep_impl {
     }
     static unsigned progress(weft_ep *ep)
     {
-        base::scoped_guard g(lock(ep));
+        // Another thread in the endpoint drives it (or is about to): no need
+        // to queue up behind it. Every caller polls, so it comes back.
+        Lock &l = lock(ep);
+        if (!l.try_lock()) {
+            return 0;
+        }
         unsigned n = ep->stack->ch.progress();
         if (ep->deferred_due()) [[unlikely]] {
             n += run_deferred(ep);
         }
+        l.unlock();
         return n;
     }
     static int rma(weft_ep *ep, const rma_desc &d)
