@@ -889,18 +889,16 @@ struct shmem_generic_never_ {
 #define shmem_test_some_vector(v, n, ix, st, c, x) \
     SHMEM_GEN(SHMEM_GEN_SYNC_LIST, test_some_vector, *(v))(v, n, ix, st, c, x)
 
-/* Deprecated generic atomics (OpenSHMEM 1.3 C11 names, over the 1.3 types) */
-#define SHMEM_GEN_OLD_STD_LIST(X, OP) X(int, int, OP) X(long, long, OP) X(long long, longlong, OP)
-#define SHMEM_GEN_OLD_EXT_LIST(X, OP) \
-    SHMEM_GEN_OLD_STD_LIST(X, OP) X(float, float, OP) X(double, double, OP)
-#define shmem_fetch(s, pe) SHMEM_GEN(SHMEM_GEN_OLD_EXT_LIST, fetch, *(s))(s, pe)
-#define shmem_set(d, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_EXT_LIST, set, *(d))(d, v, pe)
-#define shmem_swap(d, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_EXT_LIST, swap, *(d))(d, v, pe)
-#define shmem_cswap(d, k, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, cswap, *(d))(d, k, v, pe)
-#define shmem_finc(d, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, finc, *(d))(d, pe)
-#define shmem_inc(d, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, inc, *(d))(d, pe)
-#define shmem_fadd(d, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, fadd, *(d))(d, v, pe)
-#define shmem_add(d, v, pe) SHMEM_GEN(SHMEM_GEN_OLD_STD_LIST, add, *(d))(d, v, pe)
+/* Deprecated generic atomics (the 1.3 C11 names): the standard generic
+ * routines under their old names, over the same types. */
+#define shmem_fetch(s, pe) shmem_atomic_fetch_g2(s, pe)
+#define shmem_set(d, v, pe) shmem_atomic_set_g3(d, v, pe)
+#define shmem_swap(d, v, pe) shmem_atomic_swap_g3(d, v, pe)
+#define shmem_cswap(d, k, v, pe) shmem_atomic_compare_swap_g4(d, k, v, pe)
+#define shmem_finc(d, pe) shmem_atomic_fetch_inc_g2(d, pe)
+#define shmem_inc(d, pe) shmem_atomic_inc_g2(d, pe)
+#define shmem_fadd(d, v, pe) shmem_atomic_fetch_add_g3(d, v, pe)
+#define shmem_add(d, v, pe) shmem_atomic_add_g3(d, v, pe)
 
 #endif /* C11 */
 

@@ -15,6 +15,7 @@ extern "C" {
 
 /** Seconds since an arbitrary point in the past (a monotonic clock). */
 double shmemx_wtime(void);
+#define HAVE_SHMEMX_WTIME 1 /* as Sandia OpenSHMEM's shmemx.h says */
 
 /** Sandia OpenSHMEM asks for a function naming the calling thread; weft
  *  needs none, so this accepts one and ignores it. */
