@@ -591,9 +591,7 @@ SHMEM_OLD_AMO_STD_TYPES(SHMEM_DECL_OLD_AMO_STD)
 
 /* ------------------------------------------------------------------ C11 type-generic interfaces */
 
-#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
-
-/* The type lists of the generic selections: each C type once (the
+/* The type lists of the generic interfaces (C11 selections, C++ overloads): each C type once (the
  * fixed-width names are typedefs of these), as X(TYPE, TYPENAME, OP). */
 #define SHMEM_GEN_RMA_LIST(X, OP)  \
     X(float, float, OP)            \
@@ -665,6 +663,8 @@ SHMEM_OLD_AMO_STD_TYPES(SHMEM_DECL_OLD_AMO_STD)
     SHMEM_GEN_REDUCE_CMP_LIST(X, OP)       \
     X(double _Complex, complexd, OP)       \
     X(float _Complex, complexf, OP)
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 
 /* One association per type; the selection starts with one that never
  * matches, so every listed association can carry its leading comma. */
@@ -904,6 +904,120 @@ struct shmem_generic_never_ {
 
 #ifdef __cplusplus
 }
+
+/* ------------------------------------------------------------------ C++ generic interfaces */
+
+/* In C++, the generic names are overloads (as Sandia OpenSHMEM's shmem.h
+ * has them): one function template per type and name, chosen by the type
+ * of the first pointer argument; the other arguments go to the typed
+ * routine as they are. */
+#define SHMEM_CXX_1(NAME, TYPENAME, T, CONST)      \
+    template <class... A>                          \
+    inline auto shmem_##NAME(CONST T *p, A... a)   \
+    {                                              \
+        return shmem_##TYPENAME##_##NAME(p, a...); \
+    }
+#define SHMEM_CXX_C(NAME, TYPENAME, T, CONST)                   \
+    template <class... A>                                       \
+    inline auto shmem_##NAME(shmem_ctx_t c, CONST T *p, A... a) \
+    {                                                           \
+        return shmem_ctx_##TYPENAME##_##NAME(c, p, a...);       \
+    }
+#define SHMEM_CXX_T(NAME, TYPENAME, T)                    \
+    template <class... A>                                 \
+    inline int shmem_##NAME(shmem_team_t t, T *d, A... a) \
+    {                                                     \
+        return shmem_##TYPENAME##_##NAME(t, d, a...);     \
+    }
+#define SHMEM_CXX_OLD(OLD, NAME, TYPENAME, T, CONST) \
+    template <class... A>                            \
+    inline auto shmem_##OLD(CONST T *p, A... a)      \
+    {                                                \
+        return shmem_##TYPENAME##_##NAME(p, a...);   \
+    }
+#define SHMEM_CXX_BOTH(NAME, TYPENAME, T, CONST) \
+    SHMEM_CXX_1(NAME, TYPENAME, T, CONST) SHMEM_CXX_C(NAME, TYPENAME, T, CONST)
+
+#define SHMEM_CXX_RMA(T, TYPENAME, OP)            \
+    SHMEM_CXX_BOTH(put, TYPENAME, T, )            \
+    SHMEM_CXX_BOTH(get, TYPENAME, T, )            \
+    SHMEM_CXX_BOTH(put_nbi, TYPENAME, T, )        \
+    SHMEM_CXX_BOTH(get_nbi, TYPENAME, T, )        \
+    SHMEM_CXX_BOTH(p, TYPENAME, T, )              \
+    SHMEM_CXX_BOTH(g, TYPENAME, T, const)         \
+    SHMEM_CXX_BOTH(iput, TYPENAME, T, )           \
+    SHMEM_CXX_BOTH(iget, TYPENAME, T, )           \
+    SHMEM_CXX_BOTH(put_signal, TYPENAME, T, )     \
+    SHMEM_CXX_BOTH(put_signal_nbi, TYPENAME, T, ) \
+    SHMEM_CXX_T(broadcast, TYPENAME, T)           \
+    SHMEM_CXX_T(collect, TYPENAME, T)             \
+    SHMEM_CXX_T(fcollect, TYPENAME, T)            \
+    SHMEM_CXX_T(alltoall, TYPENAME, T)            \
+    SHMEM_CXX_T(alltoalls, TYPENAME, T)
+#define SHMEM_CXX_AMO_EXT(T, TYPENAME, OP)                 \
+    SHMEM_CXX_BOTH(atomic_fetch, TYPENAME, T, const)       \
+    SHMEM_CXX_BOTH(atomic_set, TYPENAME, T, )              \
+    SHMEM_CXX_BOTH(atomic_swap, TYPENAME, T, )             \
+    SHMEM_CXX_BOTH(atomic_fetch_nbi, TYPENAME, T, )        \
+    SHMEM_CXX_BOTH(atomic_swap_nbi, TYPENAME, T, )         \
+    SHMEM_CXX_OLD(fetch, atomic_fetch, TYPENAME, T, const) \
+    SHMEM_CXX_OLD(set, atomic_set, TYPENAME, T, )          \
+    SHMEM_CXX_OLD(swap, atomic_swap, TYPENAME, T, )
+#define SHMEM_CXX_AMO_STD(T, TYPENAME, OP)                   \
+    SHMEM_CXX_BOTH(atomic_compare_swap, TYPENAME, T, )       \
+    SHMEM_CXX_BOTH(atomic_fetch_inc, TYPENAME, T, )          \
+    SHMEM_CXX_BOTH(atomic_inc, TYPENAME, T, )                \
+    SHMEM_CXX_BOTH(atomic_fetch_add, TYPENAME, T, )          \
+    SHMEM_CXX_BOTH(atomic_add, TYPENAME, T, )                \
+    SHMEM_CXX_BOTH(atomic_compare_swap_nbi, TYPENAME, T, )   \
+    SHMEM_CXX_BOTH(atomic_fetch_inc_nbi, TYPENAME, T, )      \
+    SHMEM_CXX_BOTH(atomic_fetch_add_nbi, TYPENAME, T, )      \
+    SHMEM_CXX_OLD(cswap, atomic_compare_swap, TYPENAME, T, ) \
+    SHMEM_CXX_OLD(finc, atomic_fetch_inc, TYPENAME, T, )     \
+    SHMEM_CXX_OLD(inc, atomic_inc, TYPENAME, T, )            \
+    SHMEM_CXX_OLD(fadd, atomic_fetch_add, TYPENAME, T, )     \
+    SHMEM_CXX_OLD(add, atomic_add, TYPENAME, T, )
+#define SHMEM_CXX_AMO_BIT(T, TYPENAME, OP)              \
+    SHMEM_CXX_BOTH(atomic_fetch_and, TYPENAME, T, )     \
+    SHMEM_CXX_BOTH(atomic_and, TYPENAME, T, )           \
+    SHMEM_CXX_BOTH(atomic_fetch_or, TYPENAME, T, )      \
+    SHMEM_CXX_BOTH(atomic_or, TYPENAME, T, )            \
+    SHMEM_CXX_BOTH(atomic_fetch_xor, TYPENAME, T, )     \
+    SHMEM_CXX_BOTH(atomic_xor, TYPENAME, T, )           \
+    SHMEM_CXX_BOTH(atomic_fetch_and_nbi, TYPENAME, T, ) \
+    SHMEM_CXX_BOTH(atomic_fetch_or_nbi, TYPENAME, T, )  \
+    SHMEM_CXX_BOTH(atomic_fetch_xor_nbi, TYPENAME, T, )
+#define SHMEM_CXX_SYNC(T, TYPENAME, OP)                \
+    SHMEM_CXX_1(wait_until, TYPENAME, T, )             \
+    SHMEM_CXX_1(wait_until_all, TYPENAME, T, )         \
+    SHMEM_CXX_1(wait_until_any, TYPENAME, T, )         \
+    SHMEM_CXX_1(wait_until_some, TYPENAME, T, )        \
+    SHMEM_CXX_1(wait_until_all_vector, TYPENAME, T, )  \
+    SHMEM_CXX_1(wait_until_any_vector, TYPENAME, T, )  \
+    SHMEM_CXX_1(wait_until_some_vector, TYPENAME, T, ) \
+    SHMEM_CXX_1(test, TYPENAME, T, )                   \
+    SHMEM_CXX_1(test_all, TYPENAME, T, )               \
+    SHMEM_CXX_1(test_any, TYPENAME, T, )               \
+    SHMEM_CXX_1(test_some, TYPENAME, T, )              \
+    SHMEM_CXX_1(test_all_vector, TYPENAME, T, )        \
+    SHMEM_CXX_1(test_any_vector, TYPENAME, T, )        \
+    SHMEM_CXX_1(test_some_vector, TYPENAME, T, )
+#define SHMEM_CXX_RED_BIT(T, TYPENAME, OP) \
+    SHMEM_CXX_T(and_reduce, TYPENAME, T)   \
+    SHMEM_CXX_T(or_reduce, TYPENAME, T) SHMEM_CXX_T(xor_reduce, TYPENAME, T)
+#define SHMEM_CXX_RED_CMP(T, TYPENAME, OP) \
+    SHMEM_CXX_T(max_reduce, TYPENAME, T) SHMEM_CXX_T(min_reduce, TYPENAME, T)
+#define SHMEM_CXX_RED_ARITH(T, TYPENAME, OP) \
+    SHMEM_CXX_T(sum_reduce, TYPENAME, T) SHMEM_CXX_T(prod_reduce, TYPENAME, T)
+
+SHMEM_GEN_RMA_LIST(SHMEM_CXX_RMA, _)
+SHMEM_GEN_AMO_EXT_LIST(SHMEM_CXX_AMO_EXT, _)
+SHMEM_GEN_AMO_STD_LIST(SHMEM_CXX_AMO_STD, _)
+SHMEM_GEN_AMO_BIT_LIST(SHMEM_CXX_AMO_BIT, _)
+SHMEM_GEN_SYNC_LIST(SHMEM_CXX_SYNC, _)
+SHMEM_GEN_REDUCE_BIT_LIST(SHMEM_CXX_RED_BIT, _)
+SHMEM_GEN_REDUCE_CMP_LIST(SHMEM_CXX_RED_CMP, _)
+SHMEM_GEN_REDUCE_CMP_LIST(SHMEM_CXX_RED_ARITH, _)
 #endif
 
 #endif /* WEFT_SHMEM_H */

@@ -6,11 +6,12 @@ build=${WEFT_BUILD_DIR:-${top_builddir:-.}}
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 OSHCC=${OSHCC:-$build/shmem/build-oshcc}
+OSHCXX=${OSHCXX:-$build/shmem/build-oshc++}
 OSHRUN=${OSHRUN:-$build/shmem/build-oshrun}
 SHMEM_TEST_BUILD=${SHMEM_TEST_BUILD:-$build/test/shmem}
 # A modest heap: CI containers may have a small /dev/shm.
 SHMEM_SYMMETRIC_SIZE=${SHMEM_SYMMETRIC_SIZE:-256M}
-export OSHCC OSHRUN SHMEM_TEST_BUILD SHMEM_SYMMETRIC_SIZE
+export OSHCC OSHCXX OSHRUN SHMEM_TEST_BUILD SHMEM_SYMMETRIC_SIZE
 "$here/run_shmem_tests.sh" "$@"
 status=$?
 [ "$status" = 77 ] && exit 77

@@ -9,11 +9,13 @@
 #
 # Environment:
 #   OSHCC               compiler wrapper (default oshcc)
+#   OSHCXX              C++ compiler wrapper, for the .cpp programs (default oshc++)
 #   OSHRUN              launcher (default oshrun)
 #   OSHRUN_ARGS         extra launcher arguments, split at blanks
 #   SHMEM_TEST_BUILD    directory for the binaries (default: a temporary one,
 #                       removed at exit)
 #   SHMEM_TEST_CFLAGS   compiler flags (default: -std=gnu11 -O1 -Wall -Wextra)
+#   SHMEM_TEST_CXXFLAGS C++ compiler flags (default: -std=gnu++17 -O1 -Wall -Wextra)
 #   SHMEM_TEST_NP       PE counts to run (default: "2 4")
 #   SHMEM_TEST_PROGRAMS programs to run (default: every test/shmem/*.c)
 #   SHMEM_TEST_TIMEOUT  seconds per run (default 300; doubled when the PEs
@@ -35,7 +37,9 @@ set -u
 srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 oshcc=${OSHCC:-oshcc}
 oshrun=${OSHRUN:-oshrun}
+oshcxx=${OSHCXX:-oshc++}
 cflags=${SHMEM_TEST_CFLAGS:--std=gnu11 -O1 -Wall -Wextra}
+cxxflags=${SHMEM_TEST_CXXFLAGS:--std=gnu++17 -O1 -Wall -Wextra}
 
 if ! command -v "$oshcc" >/dev/null 2>&1; then
     echo "SKIP: OpenSHMEM compiler wrapper '$oshcc' not found (set OSHCC)"
@@ -66,8 +70,9 @@ trap cleanup EXIT
 
 programs=${SHMEM_TEST_PROGRAMS:-}
 if [ -z "$programs" ]; then
-    for f in "$srcdir"/*.c; do
-        programs="$programs $(basename "$f" .c)"
+    for f in "$srcdir"/*.c "$srcdir"/*.cpp; do
+        [ -e "$f" ] || continue
+        programs="$programs $(basename "${f%.cpp}" .c)"
     done
 fi
 nps=${SHMEM_TEST_NP:-2 4}
@@ -81,8 +86,13 @@ echo "oshcc: $(command -v "$oshcc"); oshrun: $(command -v "$oshrun"); binaries i
 # Build every program; a program that does not build fails each of its runs.
 declare -A built=()
 for name in $programs; do
-    # shellcheck disable=SC2086 # cflags is a list of flags
-    if "$oshcc" $cflags -o "$build/$name" "$srcdir/$name.c" -lm >"$log" 2>&1; then
+    # A .cpp program is built with the C++ wrapper (C++17: the generic overloads).
+    cc=$oshcc flags=$cflags src=$srcdir/$name.c
+    if [ -e "$srcdir/$name.cpp" ]; then
+        cc=$oshcxx flags=$cxxflags src=$srcdir/$name.cpp
+    fi
+    # shellcheck disable=SC2086 # flags is a list of flags
+    if "$cc" $flags -o "$build/$name" "$src" -lm >"$log" 2>&1; then
         built[$name]=1
         if [ -s "$log" ]; then
             echo "note: $name compiled with diagnostics:"
