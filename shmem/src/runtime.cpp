@@ -433,7 +433,7 @@ void init_library(int requested, const char *routine)
     // cores too (the lock holder may be one that waits for a core).
     g.spins_before_yield = static_cast<long>(g.shared_team.pes.size()) > cores ||
                                    g.thread_level == SHMEM_THREAD_MULTIPLE
-                               ? 64
+                               ? 8
                                : 1u << 20;
     // Contexts with endpoints of their own: every endpoint of every PE on a
     // node may send to each PE's endpoints, and a transport bounds how many

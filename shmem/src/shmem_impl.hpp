@@ -85,7 +85,7 @@ struct state {
     shmem_team_opaque world_team;                ///< SHMEM_TEAM_WORLD
     shmem_team_opaque shared_team;               ///< SHMEM_TEAM_SHARED
     std::uint64_t used_slots = 0;                ///< team slots this PE's teams hold
-    unsigned spins_before_yield = 64;            ///< backoff: polls before each wait yields
+    unsigned spins_before_yield = 8;             ///< backoff: polls before each wait yields
 };
 
 extern state g;
