@@ -437,9 +437,13 @@ void init_library(int requested, const char *routine)
                                : 1u << 20;
     // Contexts with endpoints of their own: every endpoint of every PE on a
     // node may send to each PE's endpoints, and a transport bounds how many
-    // local senders one endpoint takes (shm: 256 by default), so by default
-    // a PE opens at most 128 / (PEs on this node) and later contexts share.
-    g.max_ctx_endpoints = std::max<std::size_t>(1, 128 / g.shared_team.pes.size());
+    // local senders one endpoint takes (shm: 256 by default), and each
+    // endpoint holds receive buffers (verbs: its share of queue pairs and
+    // bounce buffers; 128 of them ran a 1 GiB VM out of memory). So by
+    // default a PE opens at most min(16, 128 / PEs on this node) and later
+    // contexts share them.
+    g.max_ctx_endpoints =
+        std::max<std::size_t>(1, std::min<std::size_t>(16, 128 / g.shared_team.pes.size()));
     if (const char *v = std::getenv("SHMEM_CTX_ENDPOINTS"); v != nullptr && *v != '\0') {
         char *end = nullptr;
         const unsigned long n = std::strtoul(v, &end, 10);

@@ -452,7 +452,7 @@ static void test_destroy(void)
 
 /* ------------------------------------------------------------------ many live contexts */
 
-/** More live contexts than endpoints of their own (SHMEM_CTX_ENDPOINTS, 128 / node PEs by
+/** More live contexts than endpoints of their own (SHMEM_CTX_ENDPOINTS, min(16, 128 / node PEs) by
  *  default; check_shmem.sh runs a second pass with 2): each puts and adds on the right
  *  neighbour, then each context's quiet must complete its own operations, whichever
  *  endpoint they went through. */
