@@ -425,10 +425,10 @@ void init_library(int requested, const char *routine)
     // call and, under load, the core: a 32 KiB ping-pong measured 6-8 us
     // through wait_until instead of 0.6); with more PEs than cores, yield
     // soon, or a waiter would spin away the time slice of the PE it waits for.
-    cpu_set_t cpus;
-    const long cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
-                           ? CPU_COUNT(&cpus)
-                           : sysconf(_SC_NPROCESSORS_ONLN);
+    // The node's CPUs, not this process's affinity: a PE bound to one core
+    // (mpirun --bind-to core) still has that core to itself (counting its
+    // mask made every bound 2-PE job yield: 8-byte ping-pong 0.33 -> 1.0 us).
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     // With SHMEM_THREAD_MULTIPLE the program's threads may outnumber the
     // cores too (the lock holder may be one that waits for a core).
     g.spins_before_yield = static_cast<long>(g.shared_team.pes.size()) > cores ||
