@@ -911,12 +911,16 @@ struct shmem_generic_never_ {
  * has them): one function template per type and name, chosen by the type
  * of the first pointer argument; the other arguments go to the typed
  * routine as they are. */
-#define SHMEM_CXX_1(NAME, TYPENAME, T, CONST)      \
-    template <class... A>                          \
-    inline auto shmem_##NAME(CONST T *p, A... a)   \
-    {                                              \
-        return shmem_##TYPENAME##_##NAME(p, a...); \
+/* SHMEM_CXX_AS: the generic name GENERIC for the typed routine
+ * shmem_TYPENAME_NAME (they differ only for the 1.3 names: shmem_add is
+ * shmem_TYPE_atomic_add). */
+#define SHMEM_CXX_AS(GENERIC, NAME, TYPENAME, T, CONST) \
+    template <class... A>                               \
+    inline auto shmem_##GENERIC(CONST T *p, A... a)     \
+    {                                                   \
+        return shmem_##TYPENAME##_##NAME(p, a...);      \
     }
+#define SHMEM_CXX_1(NAME, TYPENAME, T, CONST) SHMEM_CXX_AS(NAME, NAME, TYPENAME, T, CONST)
 #define SHMEM_CXX_C(NAME, TYPENAME, T, CONST)                   \
     template <class... A>                                       \
     inline auto shmem_##NAME(shmem_ctx_t c, CONST T *p, A... a) \
@@ -928,12 +932,6 @@ struct shmem_generic_never_ {
     inline int shmem_##NAME(shmem_team_t t, T *d, A... a) \
     {                                                     \
         return shmem_##TYPENAME##_##NAME(t, d, a...);     \
-    }
-#define SHMEM_CXX_OLD(OLD, NAME, TYPENAME, T, CONST) \
-    template <class... A>                            \
-    inline auto shmem_##OLD(CONST T *p, A... a)      \
-    {                                                \
-        return shmem_##TYPENAME##_##NAME(p, a...);   \
     }
 #define SHMEM_CXX_BOTH(NAME, TYPENAME, T, CONST) \
     SHMEM_CXX_1(NAME, TYPENAME, T, CONST) SHMEM_CXX_C(NAME, TYPENAME, T, CONST)
@@ -954,29 +952,29 @@ struct shmem_generic_never_ {
     SHMEM_CXX_T(fcollect, TYPENAME, T)            \
     SHMEM_CXX_T(alltoall, TYPENAME, T)            \
     SHMEM_CXX_T(alltoalls, TYPENAME, T)
-#define SHMEM_CXX_AMO_EXT(T, TYPENAME, OP)                 \
-    SHMEM_CXX_BOTH(atomic_fetch, TYPENAME, T, const)       \
-    SHMEM_CXX_BOTH(atomic_set, TYPENAME, T, )              \
-    SHMEM_CXX_BOTH(atomic_swap, TYPENAME, T, )             \
-    SHMEM_CXX_BOTH(atomic_fetch_nbi, TYPENAME, T, )        \
-    SHMEM_CXX_BOTH(atomic_swap_nbi, TYPENAME, T, )         \
-    SHMEM_CXX_OLD(fetch, atomic_fetch, TYPENAME, T, const) \
-    SHMEM_CXX_OLD(set, atomic_set, TYPENAME, T, )          \
-    SHMEM_CXX_OLD(swap, atomic_swap, TYPENAME, T, )
-#define SHMEM_CXX_AMO_STD(T, TYPENAME, OP)                   \
-    SHMEM_CXX_BOTH(atomic_compare_swap, TYPENAME, T, )       \
-    SHMEM_CXX_BOTH(atomic_fetch_inc, TYPENAME, T, )          \
-    SHMEM_CXX_BOTH(atomic_inc, TYPENAME, T, )                \
-    SHMEM_CXX_BOTH(atomic_fetch_add, TYPENAME, T, )          \
-    SHMEM_CXX_BOTH(atomic_add, TYPENAME, T, )                \
-    SHMEM_CXX_BOTH(atomic_compare_swap_nbi, TYPENAME, T, )   \
-    SHMEM_CXX_BOTH(atomic_fetch_inc_nbi, TYPENAME, T, )      \
-    SHMEM_CXX_BOTH(atomic_fetch_add_nbi, TYPENAME, T, )      \
-    SHMEM_CXX_OLD(cswap, atomic_compare_swap, TYPENAME, T, ) \
-    SHMEM_CXX_OLD(finc, atomic_fetch_inc, TYPENAME, T, )     \
-    SHMEM_CXX_OLD(inc, atomic_inc, TYPENAME, T, )            \
-    SHMEM_CXX_OLD(fadd, atomic_fetch_add, TYPENAME, T, )     \
-    SHMEM_CXX_OLD(add, atomic_add, TYPENAME, T, )
+#define SHMEM_CXX_AMO_EXT(T, TYPENAME, OP)                \
+    SHMEM_CXX_BOTH(atomic_fetch, TYPENAME, T, const)      \
+    SHMEM_CXX_BOTH(atomic_set, TYPENAME, T, )             \
+    SHMEM_CXX_BOTH(atomic_swap, TYPENAME, T, )            \
+    SHMEM_CXX_BOTH(atomic_fetch_nbi, TYPENAME, T, )       \
+    SHMEM_CXX_BOTH(atomic_swap_nbi, TYPENAME, T, )        \
+    SHMEM_CXX_AS(fetch, atomic_fetch, TYPENAME, T, const) \
+    SHMEM_CXX_AS(set, atomic_set, TYPENAME, T, )          \
+    SHMEM_CXX_AS(swap, atomic_swap, TYPENAME, T, )
+#define SHMEM_CXX_AMO_STD(T, TYPENAME, OP)                  \
+    SHMEM_CXX_BOTH(atomic_compare_swap, TYPENAME, T, )      \
+    SHMEM_CXX_BOTH(atomic_fetch_inc, TYPENAME, T, )         \
+    SHMEM_CXX_BOTH(atomic_inc, TYPENAME, T, )               \
+    SHMEM_CXX_BOTH(atomic_fetch_add, TYPENAME, T, )         \
+    SHMEM_CXX_BOTH(atomic_add, TYPENAME, T, )               \
+    SHMEM_CXX_BOTH(atomic_compare_swap_nbi, TYPENAME, T, )  \
+    SHMEM_CXX_BOTH(atomic_fetch_inc_nbi, TYPENAME, T, )     \
+    SHMEM_CXX_BOTH(atomic_fetch_add_nbi, TYPENAME, T, )     \
+    SHMEM_CXX_AS(cswap, atomic_compare_swap, TYPENAME, T, ) \
+    SHMEM_CXX_AS(finc, atomic_fetch_inc, TYPENAME, T, )     \
+    SHMEM_CXX_AS(inc, atomic_inc, TYPENAME, T, )            \
+    SHMEM_CXX_AS(fadd, atomic_fetch_add, TYPENAME, T, )     \
+    SHMEM_CXX_AS(add, atomic_add, TYPENAME, T, )
 #define SHMEM_CXX_AMO_BIT(T, TYPENAME, OP)              \
     SHMEM_CXX_BOTH(atomic_fetch_and, TYPENAME, T, )     \
     SHMEM_CXX_BOTH(atomic_and, TYPENAME, T, )           \

@@ -25,11 +25,7 @@ namespace {
 /// then take them (the word is back at rest once every arrival is taken).
 void await_arrivals(const group &gr, std::int64_t *w, std::int64_t want)
 {
-    backoff b;
-    while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < gr.base + want) {
-        progress(&g.world);
-        b.pause();
-    }
+    spin([&] { return __atomic_load_n(w, __ATOMIC_ACQUIRE) >= gr.base + want; });
     __atomic_fetch_sub(w, want, __ATOMIC_ACQ_REL);
 }
 
@@ -110,9 +106,8 @@ active_set active_of(const char *routine, int start, int log_stride, int size, l
 /// An active-set reduction's pWrk (max(nreduce / 2 + 1,
 /// SHMEM_REDUCE_MIN_WRKDATA_SIZE) elements, free while the call runs, like
 /// pSync) is the buffer small reductions push into.
-void with_work(active_set &a, const char *routine, void *pwrk, std::size_t elem, std::size_t n)
+void with_work(active_set &a, void *pwrk, std::size_t elem, std::size_t n)
 {
-    (void)routine;
     const std::size_t half = n / 2 + 1;
     const std::size_t len =
         elem * (half > SHMEM_REDUCE_MIN_WRKDATA_SIZE ? half : SHMEM_REDUCE_MIN_WRKDATA_SIZE);
@@ -298,8 +293,8 @@ void reduce(const group &gr, const char *routine, red_op op, T *dest, const T *s
     thread_local std::vector<T> acc;
     thread_local std::vector<T> theirs;
     const std::size_t bytes = n * sizeof(T);
-    if (gr.scratch != nullptr && bytes * std::size_t(gr.n - 1) <= push_reduce_max &&
-        bytes * std::size_t(gr.n - 1) <= gr.scratch_len) {
+    const std::size_t pushed = bytes * std::size_t(gr.n - 1);  // into each member's buffer
+    if (gr.scratch != nullptr && pushed <= push_reduce_max && pushed <= gr.scratch_len) {
         // Small: push. Member j's contribution lands in slot j (j < me) or
         // j - 1 of every other member's buffer, with a signal; each member
         // waits for n - 1 signals. A team alternates two buffers: a member
@@ -336,11 +331,7 @@ void reduce(const group &gr, const char *routine, red_op op, T *dest, const T *s
         if (flags) {
             for (int k = 0; k < gr.n - 1; ++k) {
                 std::int64_t *f = flag_of(k);
-                backoff b;
-                while (__atomic_load_n(f, __ATOMIC_ACQUIRE) == gr.base) {
-                    progress(&g.world);
-                    b.pause();
-                }
+                spin([&] { return __atomic_load_n(f, __ATOMIC_ACQUIRE) != gr.base; });
                 __atomic_store_n(f, gr.base, __ATOMIC_RELAXED);  // its data is read below
             }
         } else {
@@ -868,7 +859,7 @@ WEFT_SHMEM_OLD_COLL(64)
         if (nreduce < 0) {                                                                       \
             fatal(__func__, "nreduce %d is negative", nreduce);                                  \
         }                                                                                        \
-        with_work(a, __func__, pWrk, sizeof(TYPE), std::size_t(nreduce));                        \
+        with_work(a, pWrk, sizeof(TYPE), std::size_t(nreduce));                                  \
         reduce<CXX>(a.gr, __func__, ROP, reinterpret_cast<CXX *>(dest),                          \
                     reinterpret_cast<const CXX *>(source), std::size_t(nreduce));                \
     }

@@ -43,11 +43,8 @@ void shmem_set_lock(long *lock)
     amo(&g.world, __func__, WEFT_SUM, WEFT_UINT64, 8, lock, &ticket_one, nullptr, &mine, lock_pe,
         false);
     const auto ticket = static_cast<std::uint32_t>(mine >> 32);
-    backoff b;
-    while (static_cast<std::uint32_t>(fetch_word(__func__, lock)) != ticket) {
-        progress(&g.world);
-        b.pause();
-    }
+    const char *const routine = __func__;  // (in the lambda, __func__ would be operator())
+    spin([&] { return static_cast<std::uint32_t>(fetch_word(routine, lock)) == ticket; });
     // What the previous holder wrote is complete (it quieted before release);
     // our own later accesses must not move above the acquisition.
     __atomic_thread_fence(__ATOMIC_ACQUIRE);

@@ -172,6 +172,18 @@ struct backoff {
     void pause();
 };
 
+/// Poll `done` with progress of the default context in between (peers may
+/// need this PE meanwhile) until it holds.
+template <class Pred>
+void spin(Pred done)
+{
+    backoff b;
+    while (!done()) {
+        progress(&g.world);
+        b.pause();
+    }
+}
+
 // ------------------------------------------------------------------ operations
 
 void put(shmem_ctx_opaque *c, const char *routine, void *dest, const void *src, std::size_t len,

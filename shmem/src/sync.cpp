@@ -97,17 +97,6 @@ std::size_t test_some(const char *routine, T *ivars, std::size_t n, std::size_t 
     return k;
 }
 
-/// Poll `done` with progress in between until it holds.
-template <class Pred>
-void spin(Pred done)
-{
-    backoff b;
-    while (!done()) {
-        progress(&g.world);
-        b.pause();
-    }
-}
-
 bool all_masked(const int *status, std::size_t n)
 {
     for (std::size_t i = 0; i < n; ++i) {
@@ -153,7 +142,9 @@ extern "C" {
     void shmem_##NAME##_wait_until(TYPE *ivar, int cmp, TYPE cmp_value)                            \
     {                                                                                              \
         check_init(__func__);                                                                      \
-        spin([&] { return compare<TYPE>(__func__, cmp, load(ivar), cmp_value); });                 \
+        spin([&, routine = __func__] {                                                             \
+            return compare<TYPE>(routine, cmp, load(ivar), cmp_value);                             \
+        });                                                                                        \
     }                                                                                              \
     int shmem_##NAME##_test(TYPE *ivar, int cmp, TYPE cmp_value)                                   \
     {                                                                                              \
@@ -169,14 +160,18 @@ extern "C" {
     {                                                                                              \
         check_init(__func__);                                                                      \
         const refs<TYPE> r{&cmp_value, false};                                                     \
-        spin([&] { return test_all<TYPE>(__func__, ivars, nelems, status, cmp, r); });             \
+        spin([&, routine = __func__] {                                                             \
+            return test_all<TYPE>(routine, ivars, nelems, status, cmp, r);                         \
+        });                                                                                        \
     }                                                                                              \
     void shmem_##NAME##_wait_until_all_vector(TYPE *ivars, size_t nelems, const int *status,       \
                                               int cmp, TYPE *cmp_values)                           \
     {                                                                                              \
         check_init(__func__);                                                                      \
         const refs<TYPE> r{cmp_values, true};                                                      \
-        spin([&] { return test_all<TYPE>(__func__, ivars, nelems, status, cmp, r); });             \
+        spin([&, routine = __func__] {                                                             \
+            return test_all<TYPE>(routine, ivars, nelems, status, cmp, r);                         \
+        });                                                                                        \
     }                                                                                              \
     size_t shmem_##NAME##_wait_until_any(TYPE *ivars, size_t nelems, const int *status, int cmp,   \
                                          TYPE cmp_value)                                           \
@@ -187,8 +182,8 @@ extern "C" {
         }                                                                                          \
         const refs<TYPE> r{&cmp_value, false};                                                     \
         std::size_t at = SIZE_MAX;                                                                 \
-        spin([&] {                                                                                 \
-            return (at = test_any<TYPE>(__func__, ivars, nelems, status, cmp, r)) != SIZE_MAX;     \
+        spin([&, routine = __func__] {                                                             \
+            return (at = test_any<TYPE>(routine, ivars, nelems, status, cmp, r)) != SIZE_MAX;      \
         });                                                                                        \
         return at;                                                                                 \
     }                                                                                              \
@@ -201,8 +196,8 @@ extern "C" {
         }                                                                                          \
         const refs<TYPE> r{cmp_values, true};                                                      \
         std::size_t at = SIZE_MAX;                                                                 \
-        spin([&] {                                                                                 \
-            return (at = test_any<TYPE>(__func__, ivars, nelems, status, cmp, r)) != SIZE_MAX;     \
+        spin([&, routine = __func__] {                                                             \
+            return (at = test_any<TYPE>(routine, ivars, nelems, status, cmp, r)) != SIZE_MAX;      \
         });                                                                                        \
         return at;                                                                                 \
     }                                                                                              \
@@ -215,8 +210,8 @@ extern "C" {
         }                                                                                          \
         const refs<TYPE> r{&cmp_value, false};                                                     \
         std::size_t k = 0;                                                                         \
-        spin([&] {                                                                                 \
-            return (k = test_some<TYPE>(__func__, ivars, nelems, indices, status, cmp, r)) != 0;   \
+        spin([&, routine = __func__] {                                                             \
+            return (k = test_some<TYPE>(routine, ivars, nelems, indices, status, cmp, r)) != 0;    \
         });                                                                                        \
         return k;                                                                                  \
     }                                                                                              \
@@ -229,8 +224,8 @@ extern "C" {
         }                                                                                          \
         const refs<TYPE> r{cmp_values, true};                                                      \
         std::size_t k = 0;                                                                         \
-        spin([&] {                                                                                 \
-            return (k = test_some<TYPE>(__func__, ivars, nelems, indices, status, cmp, r)) != 0;   \
+        spin([&, routine = __func__] {                                                             \
+            return (k = test_some<TYPE>(routine, ivars, nelems, indices, status, cmp, r)) != 0;    \
         });                                                                                        \
         return k;                                                                                  \
     }                                                                                              \
@@ -284,7 +279,9 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value
 {
     check_init(__func__);
     std::uint64_t v = 0;
-    spin([&] { return compare<std::uint64_t>(__func__, cmp, v = load(sig_addr), cmp_value); });
+    spin([&, routine = __func__] {
+        return compare<std::uint64_t>(routine, cmp, v = load(sig_addr), cmp_value);
+    });
     return v;
 }
 

@@ -17,7 +17,7 @@
 #   SHMEM_TEST_CFLAGS   compiler flags (default: -std=gnu11 -O1 -Wall -Wextra)
 #   SHMEM_TEST_CXXFLAGS C++ compiler flags (default: -std=gnu++17 -O1 -Wall -Wextra)
 #   SHMEM_TEST_NP       PE counts to run (default: "2 4")
-#   SHMEM_TEST_PROGRAMS programs to run (default: every test/shmem/*.c)
+#   SHMEM_TEST_PROGRAMS programs to run (default: every test/shmem/*.c and *.cpp)
 #   SHMEM_TEST_TIMEOUT  seconds per run (default 300; doubled when the PEs
 #                       outnumber the cores); only turns a hang into a failure
 #   SHMEM_TEST_OMPI_FLAGS  1 (default): add Open MPI's launcher options

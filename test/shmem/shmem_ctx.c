@@ -469,9 +469,6 @@ static void test_many(void)
     for (int k = 0; k < MANY; ++k) {
         int rc = shmem_ctx_create(k % 2 ? SHMEM_CTX_PRIVATE : 0, &many[k]);
         CHECK(rc == 0, "shmem_ctx_create of live context #%d returned %d", k, rc);
-        if (rc != 0) {
-            many[k] = SHMEM_CTX_DEFAULT;
-        }
     }
     for (int k = 0; k < MANY; ++k) {
         shmem_ctx_long_p(many[k], &slots[k], 1000L * me + k, right);
@@ -488,9 +485,7 @@ static void test_many(void)
     CHECK(*loopsum == (long)MANY * (MANY + 1) / 2, "%d live contexts: sum %ld, want %ld", MANY,
           *loopsum, (long)MANY * (MANY + 1) / 2);
     for (int k = 0; k < MANY; ++k) {
-        if (many[k] != SHMEM_CTX_DEFAULT) {
-            shmem_ctx_destroy(many[k]);
-        }
+        shmem_ctx_destroy(many[k]);
     }
     shmem_barrier_all();
 }
