@@ -7,7 +7,7 @@ command -v clang-format >/dev/null 2>&1 || { echo "SKIP: clang-format is not ins
 cd "$top" || exit 1
 bad=0
 n=0
-for f in $(find include src test tools netmod perf shmem \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.hpp' \) | sort); do
+for f in $(find include src test tools netmod perf shmem collectives \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.hpp' \) | sort); do
     n=$((n + 1))
     if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then
         echo "not formatted: $f (clang-format -i $f)"

@@ -7,6 +7,7 @@
 #   proto      includes base, proto and transport's interface headers only;
 #   core       includes base, transport (interface, address, registry), proto, core;
 #   shmem      includes shmem, weft.h and config.h only;
+#   collectives includes collectives, weft.h and weft/coll.h only;
 #   no WEFT_TRANSPORT_* condition outside src/transport/registry.cpp.
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -52,7 +53,16 @@ for f in $(find shmem -name '*.cpp' -o -name '*.hpp' -o -name '*.h' | sort); do
         esac
     done
 done
-for f in $(grep -rl 'WEFT_TRANSPORT_' src include tools netmod perf shmem --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' 2>/dev/null); do
+# collectives/ too: its own files and the public headers.
+for f in $(find collectives -name '*.cpp' -o -name '*.hpp' -o -name '*.h' | sort); do
+    for inc in $(includes "$f"); do
+        case "$inc" in
+            collectives/* | weft/weft.h | weft/coll.h) ;;
+            *) fail "$f includes \"$inc\": collectives/ uses weft.h only" ;;
+        esac
+    done
+done
+for f in $(grep -rl 'WEFT_TRANSPORT_' src include tools netmod perf shmem collectives --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' 2>/dev/null); do
     [ "$f" = src/transport/registry.cpp ] || fail "$f tests WEFT_TRANSPORT_*: only the registry may"
 done
 n=$(find src -name '*.cpp' -o -name '*.hpp' | wc -l)

@@ -1,0 +1,156 @@
+#pragma once
+// The collectives library's internals (docs/collectives.md), over weft.h only.
+//
+// A collective is planned once into a schedule: rounds, each a set of
+// communication steps (tagged sends and receives with a member) followed by
+// local steps (copy, combine). The engine posts a round's communication, and
+// when every one of its operations has completed it runs the local steps and
+// moves to the next round. Every message of one collective carries the same tag
+// (the group's id and the collective's sequence number): messages between two
+// members match in the order they were sent, and each algorithm sends and
+// receives between a pair in the same order on both sides, so rounds need no
+// tag of their own (and members may have different numbers of rounds).
+
+#include <weft/coll.h>
+#include <weft/weft.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace weft::coll {
+
+/// Log a line "weft coll <level>: ..." on stderr (errors and warnings; the
+/// library's callers decide whether a failed call is fatal).
+[[gnu::format(printf, 2, 3)]] void log(const char *level, const char *fmt, ...);
+
+/// dst[i] = a[i] op b[i] for n elements; dst may be a or b.
+using combine_fn = void (*)(void *dst, const void *a, const void *b, std::size_t n);
+/// The combine function of (datatype, op), or nullptr when op is not defined on it.
+combine_fn combine_of(weft_coll_datatype datatype, weft_coll_op op);
+/// Bytes of one element (0: not a datatype).
+std::size_t size_of(weft_coll_datatype datatype);
+
+enum class step_kind : std::uint8_t { send, recv, copy, combine };
+
+/// One step of a schedule. Buffers are final addresses: a schedule is made for
+/// one set of arguments and reused only with the same ones.
+struct step {
+    const void *src;     ///< send, copy: the data; combine: operand b
+    const void *src2;    ///< combine: operand a (dst = a op b)
+    void *dst;           ///< recv, copy, combine
+    std::size_t len;     ///< send, recv, copy: bytes; combine: elements
+    std::uint32_t peer;  ///< send, recv: the member
+    step_kind kind;
+};
+static_assert(sizeof(step) <= 48, "a schedule step stays within 48 bytes");
+
+/// Steps [comm, local) are a round's communication, [local, end) its local steps.
+struct round_range {
+    std::uint32_t comm;
+    std::uint32_t local;
+    std::uint32_t end;
+};
+
+}  // namespace weft::coll
+
+// The opaque handles of coll.h are the library's objects themselves.
+struct weft_coll_context;
+struct weft_coll_group;
+
+namespace weft::coll {
+using context = ::weft_coll_context;
+using group = ::weft_coll_group;
+
+}  // namespace weft::coll
+
+/// A planned collective: its schedule and where its execution stands.
+struct weft_coll_request {
+    using step = weft::coll::step;
+    using round_range = weft::coll::round_range;
+    using combine_fn = weft::coll::combine_fn;
+    weft_coll_group *grp = nullptr;
+    weft_coll_args args{};            ///< v arrays point into `arrays`
+    std::vector<std::size_t> arrays;  ///< copies of the caller's v arrays
+    weft_coll_algorithm algorithm = WEFT_COLL_ALG_AUTO;
+    combine_fn combine = nullptr;
+    std::vector<step> steps;
+    std::vector<round_range> rounds;
+    std::vector<std::unique_ptr<std::byte[]>> scratch;  ///< temporary buffers of the schedule
+
+    enum class state : std::uint8_t { idle, active, done };
+    state st = state::idle;
+    std::uint64_t tag = 0;          ///< of the current run
+    std::uint32_t round = 0;        ///< current round
+    std::uint32_t next = 0;         ///< next communication step of the round to post
+    std::uint32_t outstanding = 0;  ///< posted operations of the round not completed
+    int status = 0;                 ///< 0, or the first error of the run
+    bool kept = false;              ///< owned by the group's cache (weft_coll)
+    bool blocked = false;           ///< on the context's blocked list (a post said EAGAIN)
+};
+
+/// The library's endpoint and what it knows about peers.
+struct weft_coll_context {
+    using request = weft_coll_request;
+    weft_domain_t *domain = nullptr;
+    weft_info *info = nullptr;
+    weft_av_t *av = nullptr;
+    weft_cq_t *cq = nullptr;
+    weft_ep_t *ep = nullptr;
+    std::size_t addr_len = 0;
+    std::size_t inject = 0;  ///< sends up to this size are injected (no completion)
+    std::map<std::string, weft_addr_t> peers;  ///< raw address -> AV index
+    std::uint32_t next_group_id = 1;
+    std::size_t groups = 0;
+    std::vector<request *> blocked;  ///< requests with steps left to post after EAGAIN
+    long spins_before_yield = 1 << 20;
+
+    // Selection thresholds (WEFT_COLL_* environment variables, docs/collectives.md).
+    std::size_t bcast_large = 64 * 1024;
+    std::size_t allreduce_small = 8 * 1024;
+    std::size_t allreduce_ring = 1024 * 1024;
+    std::size_t allgather_small = 64 * 1024;
+    std::size_t rooted_small = 2048;
+    std::size_t alltoall_small = 256;
+    std::size_t reduce_scatter_small = 8 * 1024;
+    std::size_t cache_size = 16;
+
+    int progress();
+    /// Post what is left of the request's current round; run rounds whose
+    /// operations are all complete. Returns when the request waits for the network.
+    void advance(request &r);
+    void complete_one(request &r, int err);
+};
+
+/// An ordered set of members and the schedules it keeps.
+struct weft_coll_group {
+    using request = weft_coll_request;
+    weft_coll_context *ctx = nullptr;
+    std::uint32_t size = 0;
+    std::uint32_t rank = 0;
+    std::uint32_t id = 0;
+    std::uint32_t seq = 0;               ///< collectives started on the group
+    std::vector<weft_addr_t> addrs;      ///< by member
+    std::vector<std::uint32_t> node_of;  ///< by member: an index of its node (same = same node)
+    std::uint32_t node_peers = 1;        ///< members on this process's node (itself included)
+    std::size_t active = 0;              ///< requests started and not done
+    std::vector<std::unique_ptr<request>> kept;  ///< weft_coll()'s schedules, most recent last
+};
+
+namespace weft::coll {
+using request = ::weft_coll_request;
+
+/// Fill the request's schedule for its (validated) arguments. Returns 0 or
+/// -WEFT_EINVAL (an algorithm that does not apply, logged) or -WEFT_ENOMEM.
+int plan(request &r);
+
+/// The tag of a run: the group's id above its sequence number.
+inline std::uint64_t tag_of(std::uint32_t group_id, std::uint32_t seq)
+{
+    return (std::uint64_t(group_id) << 32) | seq;
+}
+
+}  // namespace weft::coll

@@ -1,0 +1,764 @@
+// Contexts, groups, requests and the engine that runs schedules
+// (docs/collectives.md).
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "collectives/src/coll_impl.hpp"
+
+namespace weft::coll {
+namespace {
+
+std::size_t env_size(const char *name, std::size_t dflt)
+{
+    const char *v = std::getenv(name);
+    if (v == nullptr || *v == '\0') {
+        return dflt;
+    }
+    char *end = nullptr;
+    const unsigned long long x = std::strtoull(v, &end, 0);
+    if (end == v || *end != '\0') {
+        log("warn", "%s=%s is not a number; using %zu", name, v, dflt);
+        return dflt;
+    }
+    return std::size_t(x);
+}
+
+void run_local(const step &s, combine_fn combine)
+{
+    if (s.kind == step_kind::copy) {
+        std::memcpy(s.dst, s.src, s.len);
+    } else {
+        combine(s.dst, s.src2, s.src, s.len);
+    }
+}
+
+bool rooted(weft_coll_type t)
+{
+    switch (t) {
+        case WEFT_COLL_BCAST:
+        case WEFT_COLL_REDUCE:
+        case WEFT_COLL_GATHER:
+        case WEFT_COLL_GATHERV:
+        case WEFT_COLL_SCATTER:
+        case WEFT_COLL_SCATTERV:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool reduction(weft_coll_type t)
+{
+    switch (t) {
+        case WEFT_COLL_REDUCE:
+        case WEFT_COLL_ALLREDUCE:
+        case WEFT_COLL_REDUCE_SCATTER:
+        case WEFT_COLL_REDUCE_SCATTER_BLOCK:
+        case WEFT_COLL_SCAN:
+        case WEFT_COLL_EXSCAN:
+            return true;
+        default:
+            return false;
+    }
+}
+
+/// Check the arguments and copy them (with the v arrays this member uses) into r.
+int take_args(request &r, const weft_coll_args &a)
+{
+    const group &g = *r.grp;
+    const std::uint32_t n = g.size;
+    const char *name = weft_coll_type_name(a.type);
+    auto bad = [&](const char *why) {
+        log("error", "%s: %s", name, why);
+        return -WEFT_EINVAL;
+    };
+    if (a.type < 0 || a.type >= WEFT_COLL_TYPE_COUNT) {
+        log("error", "collective type %d is not one of enum weft_coll_type", int(a.type));
+        return -WEFT_EINVAL;
+    }
+    if (a.algorithm >= WEFT_COLL_ALG_COUNT) {
+        return bad("algorithm is not one of enum weft_coll_algorithm");
+    }
+    if (a.flags & ~WEFT_COLL_PERSISTENT) {
+        return bad("unknown flags");
+    }
+    r.args = a;
+    if (a.type == WEFT_COLL_BARRIER) {
+        r.args.count = 0;
+        return 0;
+    }
+    const std::size_t es = size_of(a.datatype);
+    if (es == 0) {
+        return bad("datatype is not one of enum weft_coll_datatype");
+    }
+    if (reduction(a.type)) {
+        r.combine = combine_of(a.datatype, a.op);
+        if (r.combine == nullptr) {
+            return bad("the operation is not defined on the datatype");
+        }
+    }
+    if (rooted(a.type) && a.root >= n) {
+        return bad("root is not a member of the group");
+    }
+    const bool root = rooted(a.type) && a.root == g.rank;
+    // The v arrays this member reads, and where a count bounds the buffers.
+    auto need = [&](const std::size_t *p, const char *what) {
+        if (p == nullptr) {
+            log("error", "%s: %s is NULL", name, what);
+            return false;
+        }
+        return true;
+    };
+    auto keep = [&](const std::size_t *p) {
+        const std::size_t at = r.arrays.size();
+        r.arrays.insert(r.arrays.end(), p, p + n);
+        return at;
+    };
+    std::size_t at_sc = SIZE_MAX;
+    std::size_t at_sd = SIZE_MAX;
+    std::size_t at_rc = SIZE_MAX;
+    std::size_t at_rd = SIZE_MAX;
+    switch (a.type) {
+        case WEFT_COLL_ALLGATHERV:
+            if (!need(a.recvcounts, "recvcounts") || !need(a.rdispls, "rdispls")) {
+                return -WEFT_EINVAL;
+            }
+            at_rc = keep(a.recvcounts);
+            at_rd = keep(a.rdispls);
+            break;
+        case WEFT_COLL_GATHERV:
+            if (root) {
+                if (!need(a.recvcounts, "recvcounts") || !need(a.rdispls, "rdispls")) {
+                    return -WEFT_EINVAL;
+                }
+                at_rc = keep(a.recvcounts);
+                at_rd = keep(a.rdispls);
+            }
+            break;
+        case WEFT_COLL_SCATTERV:
+            if (root) {
+                if (!need(a.sendcounts, "sendcounts") || !need(a.sdispls, "sdispls")) {
+                    return -WEFT_EINVAL;
+                }
+                at_sc = keep(a.sendcounts);
+                at_sd = keep(a.sdispls);
+            }
+            break;
+        case WEFT_COLL_ALLTOALLV:
+            if (a.sendbuf != WEFT_COLL_IN_PLACE) {
+                if (!need(a.sendcounts, "sendcounts") || !need(a.sdispls, "sdispls")) {
+                    return -WEFT_EINVAL;
+                }
+                at_sc = keep(a.sendcounts);
+                at_sd = keep(a.sdispls);
+            }
+            [[fallthrough]];
+        case WEFT_COLL_REDUCE_SCATTER:
+            if (!need(a.recvcounts, "recvcounts")) {
+                return -WEFT_EINVAL;
+            }
+            at_rc = keep(a.recvcounts);
+            if (a.type == WEFT_COLL_ALLTOALLV) {
+                if (!need(a.rdispls, "rdispls")) {
+                    return -WEFT_EINVAL;
+                }
+                at_rd = keep(a.rdispls);
+            }
+            break;
+        default:
+            break;
+    }
+    // The arrays are kept now: point the copies at them, and check sizes.
+    const std::size_t *base = r.arrays.data();
+    r.args.sendcounts = at_sc == SIZE_MAX ? nullptr : base + at_sc;
+    r.args.sdispls = at_sd == SIZE_MAX ? nullptr : base + at_sd;
+    r.args.recvcounts = at_rc == SIZE_MAX ? nullptr : base + at_rc;
+    r.args.rdispls = at_rd == SIZE_MAX ? nullptr : base + at_rd;
+    const std::size_t limit = SIZE_MAX / es / (std::size_t(n) + 1);
+    auto too_big = [&](const std::size_t *p) {
+        return p != nullptr && std::any_of(p, p + n, [&](std::size_t x) { return x > limit; });
+    };
+    if (a.count > limit || too_big(r.args.sendcounts) || too_big(r.args.sdispls) ||
+        too_big(r.args.recvcounts) || too_big(r.args.rdispls)) {
+        return bad("a count or displacement overflows the address space");
+    }
+    // In-place where MPI allows it.
+    const bool send_in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
+    if (a.recvbuf == WEFT_COLL_IN_PLACE &&
+        !(root && (a.type == WEFT_COLL_SCATTER || a.type == WEFT_COLL_SCATTERV))) {
+        return bad("recvbuf is WEFT_COLL_IN_PLACE (only a scatter's root may say so)");
+    }
+    if (send_in_place) {
+        switch (a.type) {
+            case WEFT_COLL_REDUCE:
+            case WEFT_COLL_GATHER:
+            case WEFT_COLL_GATHERV:
+                if (!root) {
+                    return bad("sendbuf is WEFT_COLL_IN_PLACE on a member that is not the root");
+                }
+                break;
+            case WEFT_COLL_ALLREDUCE:
+            case WEFT_COLL_ALLGATHER:
+            case WEFT_COLL_ALLGATHERV:
+            case WEFT_COLL_ALLTOALL:
+            case WEFT_COLL_ALLTOALLV:
+            case WEFT_COLL_REDUCE_SCATTER:
+            case WEFT_COLL_REDUCE_SCATTER_BLOCK:
+            case WEFT_COLL_SCAN:
+            case WEFT_COLL_EXSCAN:
+                break;
+            default:
+                return bad("sendbuf may not be WEFT_COLL_IN_PLACE");
+        }
+    }
+    if (a.type == WEFT_COLL_ALLGATHERV && r.args.recvcounts[g.rank] != a.count && !send_in_place) {
+        return bad("count differs from recvcounts[rank]");
+    }
+    return 0;
+}
+
+}  // namespace
+}  // namespace weft::coll
+
+using namespace weft::coll;
+
+// ------------------------------------------------------------------ the engine
+
+void weft_coll_context::complete_one(request &r, int err)
+{
+    if (err != 0 && r.status == 0) {
+        r.status = err;
+    }
+    --r.outstanding;
+    if (r.outstanding == 0) {
+        advance(r);
+    }
+}
+
+void weft_coll_context::advance(request &r)
+{
+    while (r.round < r.rounds.size()) {
+        const round_range &rr = r.rounds[r.round];
+        while (r.next < rr.local) {
+            const step &s = r.steps[r.next];
+            const weft_addr_t peer = r.grp->addrs[s.peer];
+            ssize_t rc;
+            bool counted = true;
+            if (s.kind == step_kind::send) {
+                if (s.len <= inject) {
+                    rc = weft_tinject(ep, s.src, s.len, peer, r.tag);
+                    counted = false;
+                } else {
+                    rc = weft_tsend(ep, s.src, s.len, nullptr, peer, r.tag, &r);
+                }
+            } else {
+                rc = weft_trecv(ep, s.dst, s.len, nullptr, peer, r.tag, 0, &r);
+            }
+            if (rc == -WEFT_EAGAIN) {
+                if (!r.blocked) {
+                    r.blocked = true;
+                    blocked.push_back(&r);
+                }
+                return;
+            }
+            if (rc != 0) {
+                log("error", "%s: posting to member %u failed: %s",
+                    weft_coll_type_name(r.args.type), s.peer, weft_strerror(int(rc)));
+                if (r.status == 0) {
+                    r.status = int(rc);
+                }
+            } else if (counted) {
+                ++r.outstanding;
+            }
+            ++r.next;
+        }
+        if (r.outstanding != 0) {
+            return;
+        }
+        if (r.status == 0) {
+            for (std::uint32_t i = rr.local; i < rr.end; ++i) {
+                run_local(r.steps[i], r.combine);
+            }
+        }
+        ++r.round;
+        r.next = r.round < r.rounds.size() ? r.rounds[r.round].comm : 0;
+        if (r.status != 0) {
+            break;  // nothing more is posted; the run ends with its error
+        }
+    }
+    r.st = request::state::done;
+    --r.grp->active;
+}
+
+int weft_coll_context::progress()
+{
+    weft_cq_entry entries[32];
+    int seen = 0;
+    for (;;) {
+        const ssize_t got = weft_cq_read(cq, entries, 32);
+        if (got > 0) {
+            for (ssize_t i = 0; i < got; ++i) {
+                complete_one(*static_cast<request *>(entries[i].op_context), 0);
+            }
+            seen += int(got);
+            if (got < 32) {
+                break;
+            }
+            continue;
+        }
+        if (got == -WEFT_EAVAIL) {
+            weft_cq_err_entry e{};
+            if (weft_cq_readerr(cq, &e, 0) == 1) {
+                auto &r = *static_cast<request *>(e.op_context);
+                log("error", "%s: an operation failed: %s (%s)", weft_coll_type_name(r.args.type),
+                    weft_strerror(e.err), e.err_str);
+                complete_one(r, -e.err);
+                ++seen;
+            }
+            continue;
+        }
+        if (got != -WEFT_EAGAIN) {
+            return int(got);
+        }
+        break;
+    }
+    if (!blocked.empty()) {
+        std::vector<request *> retry;
+        retry.swap(blocked);
+        for (request *r : retry) {
+            r->blocked = false;
+            advance(*r);
+        }
+    }
+    return seen;
+}
+
+extern "C" {
+
+int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
+                           weft_coll_context_t **out)
+{
+    if (domain == nullptr || info == nullptr || out == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    constexpr std::uint64_t caps = WEFT_TAGGED | WEFT_DIRECTED_RECV;
+    if ((info->caps & caps) != caps) {
+        log("error", "the transport lacks tagged messages with directed receives");
+        return -WEFT_ENOSYS;
+    }
+    auto *c = new (std::nothrow) weft_coll_context;
+    if (c == nullptr) {
+        return -WEFT_ENOMEM;
+    }
+    c->domain = domain;
+    c->info = weft_info_dup(info);
+    int rc = c->info == nullptr ? -WEFT_ENOMEM : 0;
+    if (rc == 0) {
+        c->info->caps = caps;
+        weft_cq_attr cq_attr{};
+        cq_attr.format = WEFT_CQ_FORMAT_CONTEXT;
+        rc = weft_cq_open(domain, &cq_attr, &c->cq);
+    }
+    if (rc == 0) {
+        rc = weft_av_open(domain, nullptr, &c->av);
+    }
+    if (rc == 0) {
+        rc = weft_ep_open(domain, c->info, &c->ep, c);
+    }
+    if (rc == 0) {
+        rc = weft_ep_bind_cq(c->ep, c->cq, WEFT_TRANSMIT | WEFT_RECV);
+    }
+    if (rc == 0) {
+        rc = weft_ep_bind_av(c->ep, c->av);
+    }
+    if (rc == 0) {
+        rc = weft_ep_enable(c->ep);
+    }
+    if (rc == 0) {
+        std::size_t len = sizeof(c->inject);
+        if (weft_ep_getopt(c->ep, WEFT_OPT_INJECT_SIZE, &c->inject, &len) != 0) {
+            c->inject = 0;
+        }
+        c->addr_len = c->info->addr_len;
+    }
+    if (rc != 0) {
+        log("error", "opening the collectives endpoint failed: %s", weft_strerror(rc));
+        c->groups = 0;
+        weft_coll_context_close(c);
+        return rc;
+    }
+    c->bcast_large = env_size("WEFT_COLL_BCAST_LARGE", c->bcast_large);
+    c->allreduce_small = env_size("WEFT_COLL_ALLREDUCE_SMALL", c->allreduce_small);
+    c->allreduce_ring = env_size("WEFT_COLL_ALLREDUCE_RING", c->allreduce_ring);
+    c->allgather_small = env_size("WEFT_COLL_ALLGATHER_SMALL", c->allgather_small);
+    c->rooted_small = env_size("WEFT_COLL_ROOTED_SMALL", c->rooted_small);
+    c->alltoall_small = env_size("WEFT_COLL_ALLTOALL_SMALL", c->alltoall_small);
+    c->reduce_scatter_small = env_size("WEFT_COLL_REDUCE_SCATTER_SMALL", c->reduce_scatter_small);
+    c->cache_size = env_size("WEFT_COLL_CACHE", c->cache_size);
+    *out = c;
+    return 0;
+}
+
+int weft_coll_context_close(weft_coll_context_t *c)
+{
+    if (c == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    if (c->groups != 0) {
+        return -WEFT_EBUSY;
+    }
+    if (c->ep != nullptr) {
+        weft_ep_close(c->ep);
+    }
+    if (c->av != nullptr) {
+        weft_av_close(c->av);
+    }
+    if (c->cq != nullptr) {
+        weft_cq_close(c->cq);
+    }
+    weft_info_free(c->info);
+    delete c;
+    return 0;
+}
+
+int weft_coll_progress(weft_coll_context_t *c)
+{
+    return c->progress();
+}
+
+int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
+                           const struct weft_coll_oob *oob, weft_coll_group_t **out)
+{
+    if (c == nullptr || oob == nullptr || oob->allgather == nullptr || out == nullptr ||
+        size == 0 || rank >= size) {
+        return -WEFT_EINVAL;
+    }
+    // What every member says about itself: the group id it could start from,
+    // a name of its node, and its endpoint's address.
+    struct header {
+        std::uint32_t next_id;
+        std::uint32_t addr_len;
+        char node[64];
+    };
+    const std::size_t rec = sizeof(header) + c->addr_len;
+    std::vector<std::byte> mine(rec);
+    std::vector<std::byte> all(rec * size);
+    header h{};
+    h.next_id = c->next_group_id;
+    std::size_t alen = c->addr_len;
+    int rc = weft_ep_getname(c->ep, mine.data() + sizeof(header), &alen);
+    if (rc != 0) {
+        return rc;
+    }
+    h.addr_len = std::uint32_t(alen);
+    gethostname(h.node, sizeof(h.node) - 1);
+    std::memcpy(mine.data(), &h, sizeof(h));
+    rc = oob->allgather(mine.data(), all.data(), rec, oob->arg);
+    if (rc != 0) {
+        log("error", "group creation: the out-of-band allgather failed (%d)", rc);
+        return rc < 0 ? rc : -WEFT_EOTHER;
+    }
+    auto g = std::make_unique<weft_coll_group>();
+    g->ctx = c;
+    g->size = size;
+    g->rank = rank;
+    g->addrs.resize(size);
+    g->node_of.resize(size);
+    std::vector<std::string> nodes;
+    for (std::uint32_t i = 0; i < size; ++i) {
+        header hi{};
+        std::memcpy(&hi, all.data() + i * rec, sizeof(hi));
+        if (hi.addr_len == 0 || hi.addr_len > c->addr_len) {
+            log("error", "group creation: member %u sent an address of %u bytes (at most %zu)", i,
+                hi.addr_len, c->addr_len);
+            return -WEFT_EBADMSG;
+        }
+        g->id = std::max(g->id, hi.next_id);
+        hi.node[sizeof(hi.node) - 1] = '\0';
+        const std::string node(hi.node);
+        const auto it = std::find(nodes.begin(), nodes.end(), node);
+        g->node_of[i] = std::uint32_t(it - nodes.begin());
+        if (it == nodes.end()) {
+            nodes.push_back(node);
+        }
+        const std::string key(reinterpret_cast<const char *>(all.data() + i * rec + sizeof(header)),
+                              hi.addr_len);
+        auto known = c->peers.find(key);
+        if (known == c->peers.end()) {
+            weft_addr_t a = WEFT_ADDR_UNSPEC;
+            rc = weft_av_insert(c->av, key.data(), 1, &a, 0);
+            if (rc != 1 || a == WEFT_ADDR_NOTAVAIL) {
+                log("error", "group creation: member %u's address was refused: %s", i,
+                    weft_strerror(rc));
+                return rc < 0 ? rc : -WEFT_EINVAL;
+            }
+            known = c->peers.emplace(key, a).first;
+        }
+        g->addrs[i] = known->second;
+    }
+    if (g->id == UINT32_MAX) {
+        log("error", "group creation: out of group ids");
+        return -WEFT_ENOMEM;
+    }
+    c->next_group_id = g->id + 1;
+    g->node_peers =
+        std::uint32_t(std::count(g->node_of.begin(), g->node_of.end(), g->node_of[rank]));
+    // Waiting: with a core per process of this node, spin; with more processes
+    // than cores, yield soon, or a waiter spins away the time slice of the
+    // member it waits for.
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0 && long(g->node_peers) > cores) {
+        c->spins_before_yield = 8;
+    }
+    ++c->groups;
+    *out = g.release();
+    return 0;
+}
+
+int weft_coll_group_destroy(weft_coll_group_t *g)
+{
+    if (g == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    if (g->active != 0) {
+        return -WEFT_EBUSY;
+    }
+    --g->ctx->groups;
+    delete g;
+    return 0;
+}
+
+uint32_t weft_coll_group_rank(const weft_coll_group_t *g)
+{
+    return g->rank;
+}
+uint32_t weft_coll_group_size(const weft_coll_group_t *g)
+{
+    return g->size;
+}
+
+int weft_coll_init(weft_coll_group_t *g, const struct weft_coll_args *args,
+                   weft_coll_request_t **out)
+{
+    if (g == nullptr || args == nullptr || out == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    auto r = std::unique_ptr<weft_coll_request>(new (std::nothrow) weft_coll_request);
+    if (!r) {
+        return -WEFT_ENOMEM;
+    }
+    r->grp = g;
+    int rc = take_args(*r, *args);
+    if (rc == 0) {
+        rc = plan(*r);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    *out = r.release();
+    return 0;
+}
+
+int weft_coll_start(weft_coll_request_t *r)
+{
+    if (r == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    if (r->st == request::state::active) {
+        log("error", "%s: started while active", weft_coll_type_name(r->args.type));
+        return -WEFT_EBUSY;
+    }
+    if (r->st == request::state::done && !(r->args.flags & WEFT_COLL_PERSISTENT) && !r->kept) {
+        log("error", "%s: started again without WEFT_COLL_PERSISTENT",
+            weft_coll_type_name(r->args.type));
+        return -WEFT_EINVAL;
+    }
+    weft_coll_group &g = *r->grp;
+    r->tag = tag_of(g.id, g.seq++);
+    r->round = 0;
+    r->next = r->rounds.empty() ? 0 : r->rounds[0].comm;
+    r->outstanding = 0;
+    r->status = 0;
+    r->st = request::state::active;
+    ++g.active;
+    g.ctx->advance(*r);
+    return 0;
+}
+
+int weft_coll_test(weft_coll_request_t *r)
+{
+    if (r->st != request::state::done) {
+        const int rc = r->grp->ctx->progress();
+        if (rc < 0) {
+            return rc;
+        }
+        if (r->st != request::state::done) {
+            return 0;
+        }
+    }
+    return r->status != 0 ? r->status : 1;
+}
+
+int weft_coll_wait(weft_coll_request_t *r, int timeout_ms)
+{
+    if (r == nullptr || r->st == request::state::idle) {
+        return -WEFT_EINVAL;
+    }
+    context &c = *r->grp->ctx;
+    const auto start = std::chrono::steady_clock::now();
+    long spins = 0;
+    while (r->st != request::state::done) {
+        const int rc = c.progress();
+        if (rc < 0) {
+            return rc;
+        }
+        if (rc > 0) {
+            spins = 0;
+            continue;
+        }
+        if (++spins > c.spins_before_yield) {
+            spins = 0;
+            sched_yield();
+            if (timeout_ms >= 0 &&
+                std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
+                return -WEFT_ETIMEDOUT;
+            }
+        } else if (timeout_ms >= 0 && (spins & 1023) == 0 &&
+                   std::chrono::steady_clock::now() - start >
+                       std::chrono::milliseconds(timeout_ms)) {
+            return -WEFT_ETIMEDOUT;
+        }
+    }
+    return r->status;
+}
+
+int weft_coll_request_free(weft_coll_request_t *r)
+{
+    if (r == nullptr) {
+        return 0;
+    }
+    if (r->st == request::state::active || r->kept) {
+        return -WEFT_EBUSY;
+    }
+    delete r;
+    return 0;
+}
+
+int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
+{
+    if (g == nullptr || args == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    // A kept schedule with the same arguments (the v arrays compared by value).
+    auto same = [&](const request &r) {
+        const weft_coll_args &k = r.args;
+        const weft_coll_args &a = *args;
+        if (k.type != a.type || k.sendbuf != a.sendbuf || k.recvbuf != a.recvbuf ||
+            k.count != a.count || k.datatype != a.datatype || k.op != a.op || k.root != a.root ||
+            k.algorithm != a.algorithm) {
+            return false;
+        }
+        auto eq = [&](const std::size_t *x, const std::size_t *y) {
+            if (x == nullptr) {
+                return true;  // not used by this member: ignored
+            }
+            return y != nullptr && std::equal(x, x + g->size, y);
+        };
+        return eq(k.sendcounts, a.sendcounts) && eq(k.sdispls, a.sdispls) &&
+               eq(k.recvcounts, a.recvcounts) && eq(k.rdispls, a.rdispls);
+    };
+    request *r = nullptr;
+    for (auto it = g->kept.rbegin(); it != g->kept.rend(); ++it) {
+        if ((*it)->st != request::state::active && same(**it)) {
+            r = it->get();
+            if (it != g->kept.rbegin()) {  // most recently used last
+                auto keep = std::move(*it);
+                g->kept.erase(std::next(it).base());
+                g->kept.push_back(std::move(keep));
+            }
+            break;
+        }
+    }
+    std::unique_ptr<weft_coll_request> once;
+    if (r == nullptr) {
+        weft_coll_request_t *fresh = nullptr;
+        const int rc = weft_coll_init(g, args, &fresh);
+        if (rc != 0) {
+            return rc;
+        }
+        if (g->ctx->cache_size == 0) {
+            once.reset(fresh);
+        } else {
+            fresh->kept = true;
+            if (g->kept.size() >= g->ctx->cache_size) {
+                g->kept.erase(g->kept.begin());
+            }
+            g->kept.emplace_back(fresh);
+        }
+        r = fresh;
+    }
+    int rc = weft_coll_start(r);
+    if (rc == 0) {
+        rc = weft_coll_wait(r, -1);
+    }
+    return rc;
+}
+
+enum weft_coll_algorithm weft_coll_request_algorithm(const weft_coll_request_t *r)
+{
+    return r->algorithm;
+}
+
+const char *weft_coll_algorithm_name(enum weft_coll_algorithm a)
+{
+    switch (a) {
+        case WEFT_COLL_ALG_AUTO:
+            return "auto";
+        case WEFT_COLL_ALG_DISSEMINATION:
+            return "dissemination";
+        case WEFT_COLL_ALG_BINOMIAL:
+            return "binomial";
+        case WEFT_COLL_ALG_SCATTER_ALLGATHER:
+            return "scatter_allgather";
+        case WEFT_COLL_ALG_LINEAR:
+            return "linear";
+        case WEFT_COLL_ALG_RECURSIVE_DOUBLING:
+            return "recursive_doubling";
+        case WEFT_COLL_ALG_RABENSEIFNER:
+            return "rabenseifner";
+        case WEFT_COLL_ALG_RING:
+            return "ring";
+        case WEFT_COLL_ALG_BRUCK:
+            return "bruck";
+        case WEFT_COLL_ALG_PAIRWISE:
+            return "pairwise";
+        case WEFT_COLL_ALG_REDUCE_SCATTERV:
+            return "reduce_scatterv";
+        default:
+            return "unknown";
+    }
+}
+
+const char *weft_coll_type_name(enum weft_coll_type t)
+{
+    static const char *const names[] = {"barrier",        "bcast",
+                                        "reduce",         "allreduce",
+                                        "allgather",      "allgatherv",
+                                        "gather",         "gatherv",
+                                        "scatter",        "scatterv",
+                                        "alltoall",       "alltoallv",
+                                        "reduce_scatter", "reduce_scatter_block",
+                                        "scan",           "exscan"};
+    static_assert(sizeof(names) / sizeof(names[0]) == WEFT_COLL_TYPE_COUNT);
+    return t >= 0 && t < WEFT_COLL_TYPE_COUNT ? names[t] : "unknown";
+}
+
+}  // extern "C"

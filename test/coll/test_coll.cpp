@@ -1,0 +1,742 @@
+// The collectives library (collectives/, weft/coll.h) against references
+// computed locally: every operation, algorithm, datatype and op, at 1..8 ranks,
+// counts from 0 up (16 MiB in CollLarge), in-place forms, persistent and
+// nonblocking requests, and bad input. Each rank forked by the transport
+// harness opens a collectives context on its domain; groups are made with an
+// out-of-band allgather through memory shared by the forked ranks.
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <complex>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "transport/harness.hpp"
+#include "weft/coll.h"
+
+using weft::test::rank_ctx;
+
+namespace {
+
+// ------------------------------------------------------------------ set-up
+
+/// Memory shared by the forked ranks for the out-of-band allgather.
+struct oob_area {
+    static constexpr std::size_t slot = 4096;
+    std::byte *mem = nullptr;
+    oob_area()
+    {
+        void *p =
+            mmap(nullptr, slot * 16, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        mem = p == MAP_FAILED ? nullptr : static_cast<std::byte *>(p);
+    }
+    ~oob_area()
+    {
+        if (mem != nullptr) {
+            munmap(mem, slot * 16);
+        }
+    }
+};
+
+struct oob_arg {
+    rank_ctx *c;
+    std::byte *mem;
+};
+
+int oob_allgather(const void *send, void *recv, std::size_t len, void *arg)
+{
+    auto *o = static_cast<oob_arg *>(arg);
+    if (len > oob_area::slot) {
+        return -WEFT_EINVAL;
+    }
+    std::memcpy(o->mem + std::size_t(o->c->rank) * oob_area::slot, send, len);
+    o->c->barrier();
+    for (int r = 0; r < o->c->nranks; ++r) {
+        std::memcpy(static_cast<std::byte *>(recv) + std::size_t(r) * len,
+                    o->mem + std::size_t(r) * oob_area::slot, len);
+    }
+    o->c->barrier();
+    return 0;
+}
+
+/// A context and a group of every rank of the run.
+struct coll_env {
+    weft_coll_context_t *ctx = nullptr;
+    weft_coll_group_t *g = nullptr;
+    rank_ctx &c;
+    coll_env(rank_ctx &rc, std::byte *oob) : c(rc)
+    {
+        WEFT_TCHECK_EQ(weft_coll_context_open(c.domain, c.info, &ctx), 0);
+        c.also_progress = [this] { weft_coll_progress(ctx); };
+        oob_arg arg{&c, oob};
+        const weft_coll_oob o{oob_allgather, &arg};
+        WEFT_TCHECK_EQ(
+            weft_coll_group_create(ctx, std::uint32_t(c.nranks), std::uint32_t(c.rank), &o, &g), 0);
+        WEFT_TCHECK_EQ(weft_coll_group_size(g), std::uint32_t(c.nranks));
+    }
+    ~coll_env()
+    {
+        c.barrier();
+        WEFT_TCHECK_EQ(weft_coll_group_destroy(g), 0);
+        c.also_progress = nullptr;
+        WEFT_TCHECK_EQ(weft_coll_context_close(ctx), 0);
+    }
+};
+
+// ------------------------------------------------------------------ typed references
+
+template <class V>
+struct value_index {
+    V value;
+    int index;
+};
+template <class V>
+struct value_pair {
+    V value;
+    V index;
+};
+
+template <class T>
+struct is_loc : std::false_type {
+};
+template <class V>
+struct is_loc<value_index<V>> : std::true_type {
+};
+template <class V>
+struct is_loc<value_pair<V>> : std::true_type {
+};
+template <class T>
+struct is_complex : std::false_type {
+};
+template <class V>
+struct is_complex<std::complex<V>> : std::true_type {
+};
+
+/// Rank r's element i (salt: which test). Floating values are 0.5, 1, 2 or -1,
+/// so sums and products are exact in any order.
+template <class T>
+T gen(int r, std::size_t i, int salt)
+{
+    const auto k = std::size_t(r) * 37 + i * 11 + std::size_t(salt) * 5;
+    static constexpr double exact[] = {0.5, 1, 2, -1};
+    if constexpr (is_loc<T>::value) {
+        using V = decltype(T{}.value);
+        T t{};
+        t.value = V(exact[(std::size_t(r) + i) % 3]);  // ties between ranks on purpose
+        t.index = decltype(t.index)((std::size_t(r) * 3 + i) % 5);
+        return t;
+    } else if constexpr (is_complex<T>::value) {
+        using V = typename T::value_type;
+        return T(V(exact[k % 4]), V(exact[(k / 4) % 4]));
+    } else if constexpr (std::is_floating_point_v<T>) {
+        return T(exact[k % 4]);
+    } else {
+        return T(k * 2654435761u >> 7);
+    }
+}
+
+template <class T>
+T ref_op(weft_coll_op op, T a, T b)
+{
+    if constexpr (is_loc<T>::value) {
+        const bool lt = b.value < a.value;
+        const bool eq = !(a.value < b.value) && !(b.value < a.value);
+        if (op == WEFT_COLL_MINLOC) {
+            return lt || (eq && b.index < a.index) ? b : a;
+        }
+        const bool gt = a.value < b.value;
+        return gt || (eq && b.index < a.index) ? b : a;
+    } else if constexpr (is_complex<T>::value) {
+        return op == WEFT_COLL_SUM ? a + b : a * b;
+    } else if constexpr (std::is_floating_point_v<T>) {
+        switch (op) {
+            case WEFT_COLL_SUM:
+                return a + b;
+            case WEFT_COLL_PROD:
+                return a * b;
+            case WEFT_COLL_MIN:
+                return std::min(a, b);
+            default:
+                return std::max(a, b);
+        }
+    } else {
+        using U = std::make_unsigned_t<T>;
+        const auto ua = static_cast<unsigned long long>(U(a));
+        const auto ub = static_cast<unsigned long long>(U(b));
+        switch (op) {
+            case WEFT_COLL_SUM:
+                return T(U(ua + ub));
+            case WEFT_COLL_PROD:
+                return T(U(ua * ub));
+            case WEFT_COLL_MIN:
+                return std::min(a, b);
+            case WEFT_COLL_MAX:
+                return std::max(a, b);
+            case WEFT_COLL_BAND:
+                return T(a & b);
+            case WEFT_COLL_BOR:
+                return T(a | b);
+            case WEFT_COLL_BXOR:
+                return T(a ^ b);
+            case WEFT_COLL_LAND:
+                return T(a && b);
+            case WEFT_COLL_LOR:
+                return T(a || b);
+            default:
+                return T(!a != !b);
+        }
+    }
+}
+
+template <class T>
+bool same(const T &a, const T &b)
+{
+    if constexpr (is_loc<T>::value) {
+        return a.value == b.value && a.index == b.index;
+    } else {
+        return a == b;
+    }
+}
+
+/// Which ops a reference type takes.
+template <class T>
+std::vector<weft_coll_op> ops_of()
+{
+    if constexpr (is_loc<T>::value) {
+        return {WEFT_COLL_MINLOC, WEFT_COLL_MAXLOC};
+    } else if constexpr (is_complex<T>::value) {
+        return {WEFT_COLL_SUM, WEFT_COLL_PROD};
+    } else if constexpr (std::is_floating_point_v<T>) {
+        return {WEFT_COLL_SUM, WEFT_COLL_PROD, WEFT_COLL_MIN, WEFT_COLL_MAX};
+    } else {
+        return {WEFT_COLL_SUM, WEFT_COLL_PROD, WEFT_COLL_MIN,  WEFT_COLL_MAX, WEFT_COLL_BAND,
+                WEFT_COLL_BOR, WEFT_COLL_BXOR, WEFT_COLL_LAND, WEFT_COLL_LOR, WEFT_COLL_LXOR};
+    }
+}
+
+std::string what(const weft_coll_args &a, int n, const char *dt)
+{
+    return std::string(weft_coll_type_name(a.type)) + " " + dt + " op " + std::to_string(a.op) +
+           " count " + std::to_string(a.count) + " root " + std::to_string(a.root) + " alg " +
+           weft_coll_algorithm_name(weft_coll_algorithm(a.algorithm)) + " on " + std::to_string(n) +
+           " ranks";
+}
+
+void run_ok(coll_env &e, const weft_coll_args &a, const std::string &w)
+{
+    const int rc = weft_coll(e.g, &a);
+    WEFT_TCHECK_MSG(rc == 0, w + ": " + weft_strerror(rc));
+}
+
+/// Every reduction (reduce at each root, allreduce with each algorithm,
+/// reduce-scatter and -block, scan, exscan), in place and not, for one type and op.
+template <class T>
+void check_reductions(coll_env &e, weft_coll_datatype dt, const char *dtname, weft_coll_op op,
+                      std::size_t count, const std::vector<weft_coll_algorithm> &allreduce_algs)
+{
+    const int n = e.c.nranks;
+    const int me = e.c.rank;
+    static int salt = 0;
+    ++salt;
+    std::vector<T> in(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        in[i] = gen<T>(me, i, salt);
+    }
+    auto fold = [&](int from, int to, std::size_t i) {  // ranks [from, to) in order
+        T acc = gen<T>(from, i, salt);
+        for (int r = from + 1; r < to; ++r) {
+            acc = ref_op(op, acc, gen<T>(r, i, salt));
+        }
+        return acc;
+    };
+    std::vector<T> full(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        full[i] = fold(0, n, i);
+    }
+    auto expect = [&](const std::vector<T> &got, const std::vector<T> &want, std::size_t off,
+                      std::size_t len, const weft_coll_args &a) {
+        for (std::size_t i = 0; i < len; ++i) {
+            WEFT_TCHECK_MSG(same(got[i], want[off + i]),
+                            what(a, n, dtname) + ": element " + std::to_string(i) +
+                                " differs on rank " + std::to_string(me));
+        }
+    };
+    std::vector<T> out(count);
+    weft_coll_args a{};
+    a.datatype = dt;
+    a.op = op;
+    a.count = count;
+    // allreduce, each algorithm, out of place and in place
+    for (weft_coll_algorithm alg : allreduce_algs) {
+        for (int in_place = 0; in_place < 2; ++in_place) {
+            a.type = WEFT_COLL_ALLREDUCE;
+            a.algorithm = alg;
+            out = in_place ? in : std::vector<T>(count);
+            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : in.data();
+            a.recvbuf = out.data();
+            run_ok(e, a, what(a, n, dtname));
+            expect(out, full, 0, count, a);
+        }
+    }
+    a.algorithm = 0;
+    // reduce at every root
+    for (int root = 0; root < n; ++root) {
+        a.type = WEFT_COLL_REDUCE;
+        a.root = std::uint32_t(root);
+        out = me == root ? in : std::vector<T>(count);
+        a.sendbuf = me == root && root % 2 == 1 ? WEFT_COLL_IN_PLACE : in.data();
+        a.recvbuf = out.data();
+        run_ok(e, a, what(a, n, dtname));
+        if (me == root) {
+            expect(out, full, 0, count, a);
+        }
+    }
+    a.root = 0;
+    // scan and exscan
+    for (weft_coll_type t : {WEFT_COLL_SCAN, WEFT_COLL_EXSCAN}) {
+        a.type = t;
+        std::vector<T> sentinel(count, gen<T>(99, 0, 0));
+        out = sentinel;
+        a.sendbuf = in.data();
+        a.recvbuf = out.data();
+        run_ok(e, a, what(a, n, dtname));
+        const int upto = t == WEFT_COLL_SCAN ? me + 1 : me;
+        if (upto == 0) {
+            expect(out, sentinel, 0, count, a);  // exscan leaves rank 0's buffer alone
+        } else {
+            std::vector<T> want(count);
+            for (std::size_t i = 0; i < count; ++i) {
+                want[i] = fold(0, upto, i);
+            }
+            expect(out, want, 0, count, a);
+        }
+    }
+    // reduce-scatter: blocks of count + (i % 3) - 1 elements (some empty);
+    // the input spans them all.
+    for (weft_coll_algorithm alg : {WEFT_COLL_ALG_RING, WEFT_COLL_ALG_REDUCE_SCATTERV}) {
+        std::vector<std::size_t> rc(static_cast<std::size_t>(n));
+        std::size_t total = 0;
+        std::size_t before = 0;
+        for (int i = 0; i < n; ++i) {
+            rc[std::size_t(i)] = count / 2 + std::size_t(i % 3 == 0 && count > 0 ? 1 : 0);
+            before += i < me ? rc[std::size_t(i)] : 0;
+            total += rc[std::size_t(i)];
+        }
+        std::vector<T> vin(total);
+        std::vector<T> vfull(total);
+        for (std::size_t i = 0; i < total; ++i) {
+            vin[i] = gen<T>(me, i, salt);
+            vfull[i] = fold(0, n, i);
+        }
+        a.type = WEFT_COLL_REDUCE_SCATTER;
+        a.algorithm = alg;
+        a.recvcounts = rc.data();
+        out.assign(rc[std::size_t(me)], T{});
+        a.sendbuf = vin.data();
+        a.recvbuf = out.data();
+        run_ok(e, a, what(a, n, dtname));
+        expect(out, vfull, before, out.size(), a);
+        // the block form, in place
+        a.type = WEFT_COLL_REDUCE_SCATTER_BLOCK;
+        a.recvcounts = nullptr;
+        a.count = count / 2;
+        std::vector<T> io(a.count * std::size_t(n));
+        for (std::size_t i = 0; i < io.size(); ++i) {
+            io[i] = gen<T>(me, i, salt);
+        }
+        a.sendbuf = WEFT_COLL_IN_PLACE;
+        a.recvbuf = io.data();
+        run_ok(e, a, what(a, n, dtname));
+        std::vector<T> bfull(a.count);
+        for (std::size_t i = 0; i < a.count; ++i) {
+            bfull[i] = fold(0, n, std::size_t(me) * a.count + i);
+        }
+        expect(io, bfull, 0, a.count, a);
+        a.count = count;
+    }
+}
+
+template <class T>
+void check_type(coll_env &e, weft_coll_datatype dt, const char *name, std::size_t count)
+{
+    WEFT_TCHECK_EQ(weft_coll_datatype_size(dt), sizeof(T));
+    for (weft_coll_op op : ops_of<T>()) {
+        WEFT_TCHECK_MSG(weft_coll_op_valid(dt, op),
+                        std::string(name) + " op " + std::to_string(op));
+        check_reductions<T>(e, dt, name, op, count, {WEFT_COLL_ALG_AUTO});
+    }
+}
+
+#define CHECK_TYPE(T, DT, count) check_type<T>(e, DT, #DT, count)
+
+void check_all_types(coll_env &e, std::size_t count)
+{
+    CHECK_TYPE(std::int8_t, WEFT_COLL_INT8, count);
+    CHECK_TYPE(std::uint8_t, WEFT_COLL_UINT8, count);
+    CHECK_TYPE(std::int16_t, WEFT_COLL_INT16, count);
+    CHECK_TYPE(std::uint16_t, WEFT_COLL_UINT16, count);
+    CHECK_TYPE(std::int32_t, WEFT_COLL_INT32, count);
+    CHECK_TYPE(std::uint32_t, WEFT_COLL_UINT32, count);
+    CHECK_TYPE(std::int64_t, WEFT_COLL_INT64, count);
+    CHECK_TYPE(std::uint64_t, WEFT_COLL_UINT64, count);
+    CHECK_TYPE(float, WEFT_COLL_FLOAT, count);
+    CHECK_TYPE(double, WEFT_COLL_DOUBLE, count);
+    CHECK_TYPE(long double, WEFT_COLL_LONG_DOUBLE, count);
+    CHECK_TYPE(std::complex<float>, WEFT_COLL_FLOAT_COMPLEX, count);
+    CHECK_TYPE(std::complex<double>, WEFT_COLL_DOUBLE_COMPLEX, count);
+    CHECK_TYPE(value_index<float>, WEFT_COLL_FLOAT_INT, count);
+    CHECK_TYPE(value_index<double>, WEFT_COLL_DOUBLE_INT, count);
+    CHECK_TYPE(value_index<long>, WEFT_COLL_LONG_INT, count);
+    CHECK_TYPE(value_index<int>, WEFT_COLL_2INT, count);
+    CHECK_TYPE(value_index<short>, WEFT_COLL_SHORT_INT, count);
+    CHECK_TYPE(value_index<long double>, WEFT_COLL_LONG_DOUBLE_INT, count);
+    CHECK_TYPE(value_pair<float>, WEFT_COLL_2FLOAT, count);
+    CHECK_TYPE(value_pair<double>, WEFT_COLL_2DOUBLE, count);
+    // Ops a type does not take are refused.
+    WEFT_TCHECK(!weft_coll_op_valid(WEFT_COLL_DOUBLE, WEFT_COLL_BAND));
+    WEFT_TCHECK(!weft_coll_op_valid(WEFT_COLL_DOUBLE_COMPLEX, WEFT_COLL_MAX));
+    WEFT_TCHECK(!weft_coll_op_valid(WEFT_COLL_INT32, WEFT_COLL_MINLOC));
+}
+
+// ------------------------------------------------------------------ data movement
+
+/// Byte i of what rank `from` sends to rank `to` (salted).
+std::byte pat(int from, int to, std::size_t i, int salt)
+{
+    return std::byte((from * 131 + to * 17 + int(i % 251) * 7 + salt * 3) & 0xff);
+}
+
+/// Broadcast, gather(v), scatter(v), allgather(v), alltoall(v) and barrier,
+/// with every algorithm that applies, for blocks of `blk` bytes.
+void check_movement(coll_env &e, std::size_t blk, int salt)
+{
+    const int n = e.c.nranks;
+    const int me = e.c.rank;
+    const auto un = std::size_t(n);
+    weft_coll_args a{};
+    a.datatype = WEFT_COLL_BYTE;
+    auto tag = [&](const char *alg) {
+        return std::string(weft_coll_type_name(a.type)) + " " + alg + " blk " +
+               std::to_string(blk) + " root " + std::to_string(a.root) + " on " +
+               std::to_string(n) + " rank " + std::to_string(me);
+    };
+    auto check_bytes = [&](const std::vector<std::byte> &got, std::size_t off, int from, int to,
+                           std::size_t len, const std::string &w) {
+        for (std::size_t i = 0; i < len; ++i) {
+            if (got[off + i] != pat(from, to, i, salt)) {
+                WEFT_TCHECK_MSG(false, w + ": byte " + std::to_string(i) + " of block from " +
+                                           std::to_string(from) + " differs");
+            }
+        }
+    };
+    // broadcast: each root, both algorithms
+    for (weft_coll_algorithm alg : {WEFT_COLL_ALG_BINOMIAL, WEFT_COLL_ALG_SCATTER_ALLGATHER}) {
+        for (int root = 0; root < n; ++root) {
+            a.type = WEFT_COLL_BCAST;
+            a.algorithm = alg;
+            a.root = std::uint32_t(root);
+            a.count = blk * 3 + 1;
+            std::vector<std::byte> buf(a.count);
+            for (std::size_t i = 0; i < a.count; ++i) {
+                buf[i] = me == root ? pat(root, 0, i, salt) : std::byte{0};
+            }
+            a.recvbuf = buf.data();
+            run_ok(e, a, tag(weft_coll_algorithm_name(alg)));
+            check_bytes(buf, 0, root, 0, a.count, tag(weft_coll_algorithm_name(alg)));
+        }
+    }
+    a.root = 0;
+    // allgather: each algorithm, in place and not (recursive doubling: powers of two only)
+    for (weft_coll_algorithm alg : {WEFT_COLL_ALG_RING, WEFT_COLL_ALG_BRUCK,
+                                    WEFT_COLL_ALG_RECURSIVE_DOUBLING, WEFT_COLL_ALG_AUTO}) {
+        for (int in_place = 0; in_place < 2; ++in_place) {
+            a.type = WEFT_COLL_ALLGATHER;
+            a.algorithm = alg;
+            a.count = blk;
+            std::vector<std::byte> mine(blk);
+            std::vector<std::byte> all(blk * un, std::byte{0});
+            for (std::size_t i = 0; i < blk; ++i) {
+                mine[i] = pat(me, 0, i, salt);
+                if (in_place) {
+                    all[std::size_t(me) * blk + i] = mine[i];
+                }
+            }
+            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : mine.data();
+            a.recvbuf = all.data();
+            if (alg == WEFT_COLL_ALG_RECURSIVE_DOUBLING && (n & (n - 1)) != 0) {
+                continue;  // powers of two only (bad_input checks the refusal)
+            }
+            run_ok(e, a, tag(weft_coll_algorithm_name(alg)));
+            for (int r = 0; r < n; ++r) {
+                check_bytes(all, std::size_t(r) * blk, r, 0, blk,
+                            tag(weft_coll_algorithm_name(alg)));
+            }
+        }
+    }
+    // allgatherv: rank r gives blk + r bytes (or none when blk is 0), with gaps
+    {
+        std::vector<std::size_t> cnt(un);
+        std::vector<std::size_t> disp(un);
+        std::size_t end = 0;
+        for (std::size_t r = 0; r < un; ++r) {
+            cnt[r] = blk == 0 ? 0 : blk + r;
+            disp[r] = end + 3;
+            end = disp[r] + cnt[r];
+        }
+        a.type = WEFT_COLL_ALLGATHERV;
+        a.algorithm = 0;
+        a.count = cnt[std::size_t(me)];
+        std::vector<std::byte> mine(a.count);
+        for (std::size_t i = 0; i < a.count; ++i) {
+            mine[i] = pat(me, 0, i, salt);
+        }
+        std::vector<std::byte> all(end);
+        a.sendbuf = mine.data();
+        a.recvbuf = all.data();
+        a.recvcounts = cnt.data();
+        a.rdispls = disp.data();
+        run_ok(e, a, tag("ring"));
+        for (int r = 0; r < n; ++r) {
+            check_bytes(all, disp[std::size_t(r)], r, 0, cnt[std::size_t(r)], tag("ring"));
+        }
+        // gatherv and scatterv with the same layout, at each root
+        for (int root = 0; root < n; ++root) {
+            a.type = WEFT_COLL_GATHERV;
+            a.root = std::uint32_t(root);
+            std::fill(all.begin(), all.end(), std::byte{0});
+            run_ok(e, a, tag("linear"));
+            if (me == root) {
+                for (int r = 0; r < n; ++r) {
+                    check_bytes(all, disp[std::size_t(r)], r, 0, cnt[std::size_t(r)],
+                                tag("linear"));
+                }
+            }
+            a.type = WEFT_COLL_SCATTERV;
+            for (int r = 0; r < n; ++r) {
+                for (std::size_t i = 0; i < cnt[std::size_t(r)]; ++i) {
+                    all[disp[std::size_t(r)] + i] =
+                        me == root ? pat(root, r, i, salt) : std::byte{0};
+                }
+            }
+            std::vector<std::byte> got(a.count);
+            a.sendbuf = all.data();
+            a.sendcounts = cnt.data();
+            a.sdispls = disp.data();
+            a.recvbuf = got.data();
+            run_ok(e, a, tag("linear"));
+            check_bytes(got, 0, root, me, a.count, tag("linear"));
+            a.sendbuf = mine.data();
+            a.recvbuf = all.data();
+        }
+        a.recvcounts = a.rdispls = a.sendcounts = a.sdispls = nullptr;
+    }
+    // gather and scatter: each root, both algorithms, the root in place on odd roots
+    for (weft_coll_algorithm alg : {WEFT_COLL_ALG_BINOMIAL, WEFT_COLL_ALG_LINEAR}) {
+        for (int root = 0; root < n; ++root) {
+            const bool in_place = me == root && root % 2 == 1;
+            a.algorithm = alg;
+            a.root = std::uint32_t(root);
+            a.count = blk;
+            a.type = WEFT_COLL_GATHER;
+            std::vector<std::byte> mine(blk);
+            std::vector<std::byte> all(blk * un, std::byte{0});
+            for (std::size_t i = 0; i < blk; ++i) {
+                mine[i] = pat(me, root, i, salt);
+                if (in_place) {
+                    all[std::size_t(me) * blk + i] = mine[i];
+                }
+            }
+            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : mine.data();
+            a.recvbuf = all.data();
+            run_ok(e, a, tag(weft_coll_algorithm_name(alg)));
+            if (me == root) {
+                for (int r = 0; r < n; ++r) {
+                    check_bytes(all, std::size_t(r) * blk, r, root, blk,
+                                tag(weft_coll_algorithm_name(alg)));
+                }
+            }
+            a.type = WEFT_COLL_SCATTER;
+            for (int r = 0; r < n; ++r) {
+                for (std::size_t i = 0; i < blk; ++i) {
+                    all[std::size_t(r) * blk + i] =
+                        me == root ? pat(root, r, i, salt) : std::byte{0};
+                }
+            }
+            std::vector<std::byte> got(blk, std::byte{0});
+            a.sendbuf = all.data();
+            a.recvbuf = in_place ? WEFT_COLL_IN_PLACE : got.data();
+            run_ok(e, a, tag(weft_coll_algorithm_name(alg)));
+            if (!in_place) {
+                check_bytes(got, 0, root, me, blk, tag(weft_coll_algorithm_name(alg)));
+            }
+        }
+    }
+    a.root = 0;
+    // alltoall: both algorithms, in place and not
+    for (weft_coll_algorithm alg : {WEFT_COLL_ALG_PAIRWISE, WEFT_COLL_ALG_BRUCK}) {
+        for (int in_place = 0; in_place < 2; ++in_place) {
+            a.type = WEFT_COLL_ALLTOALL;
+            a.algorithm = alg;
+            a.count = blk;
+            std::vector<std::byte> send(blk * un);
+            std::vector<std::byte> recv(blk * un, std::byte{0});
+            for (int to = 0; to < n; ++to) {
+                for (std::size_t i = 0; i < blk; ++i) {
+                    send[std::size_t(to) * blk + i] = pat(me, to, i, salt);
+                }
+            }
+            if (in_place) {
+                recv = send;
+            }
+            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : send.data();
+            a.recvbuf = recv.data();
+            run_ok(e, a, tag(weft_coll_algorithm_name(alg)));
+            for (int from = 0; from < n; ++from) {
+                check_bytes(recv, std::size_t(from) * blk, from, me, blk,
+                            tag(weft_coll_algorithm_name(alg)));
+            }
+        }
+    }
+    // alltoallv: rank j sends (j + 2k) % 4 * blk / 2 bytes to k, packed with gaps
+    {
+        auto c = [&](int j, int k) { return std::size_t((j + 2 * k) % 4) * blk / 2; };
+        std::vector<std::size_t> sc(un), sd(un), rc(un), rd(un);
+        std::size_t send_end = 0;
+        std::size_t recv_end = 0;
+        for (int k = 0; k < n; ++k) {
+            sc[std::size_t(k)] = c(me, k);
+            sd[std::size_t(k)] = send_end + 1;
+            send_end = sd[std::size_t(k)] + sc[std::size_t(k)];
+            rc[std::size_t(k)] = c(k, me);
+            rd[std::size_t(k)] = recv_end + 2;
+            recv_end = rd[std::size_t(k)] + rc[std::size_t(k)];
+        }
+        std::vector<std::byte> send(send_end);
+        std::vector<std::byte> recv(recv_end);
+        for (int k = 0; k < n; ++k) {
+            for (std::size_t i = 0; i < sc[std::size_t(k)]; ++i) {
+                send[sd[std::size_t(k)] + i] = pat(me, k, i, salt);
+            }
+        }
+        a.type = WEFT_COLL_ALLTOALLV;
+        a.algorithm = 0;
+        a.sendbuf = send.data();
+        a.recvbuf = recv.data();
+        a.sendcounts = sc.data();
+        a.sdispls = sd.data();
+        a.recvcounts = rc.data();
+        a.rdispls = rd.data();
+        run_ok(e, a, tag("pairwise"));
+        for (int k = 0; k < n; ++k) {
+            check_bytes(recv, rd[std::size_t(k)], k, me, rc[std::size_t(k)], tag("pairwise"));
+        }
+        a.recvcounts = a.rdispls = a.sendcounts = a.sdispls = nullptr;
+    }
+}
+
+/// Barrier semantics: every rank bumps a shared count before; after, all bumps are in.
+void check_barrier(coll_env &e, std::uint64_t *arrivals, int iterations)
+{
+    weft_coll_args a{};
+    a.type = WEFT_COLL_BARRIER;
+    for (int it = 0; it < iterations; ++it) {
+        __atomic_fetch_add(arrivals, 1, __ATOMIC_SEQ_CST);
+        run_ok(e, a, "barrier");
+        const std::uint64_t seen = __atomic_load_n(arrivals, __ATOMIC_SEQ_CST);
+        WEFT_TCHECK_MSG(
+            seen >= std::uint64_t(it + 1) * std::uint64_t(e.c.nranks),
+            "barrier " + std::to_string(it) + ": " + std::to_string(seen) + " arrivals");
+    }
+}
+
+const char *transport()
+{
+    return "shm";
+}
+
+class CollRanks : public ::testing::TestWithParam<int> {
+  protected:
+    void SetUp() override
+    {
+        const std::string why =
+            weft::test::transport_unavailable(transport(), weft::test::base_caps);
+        if (!why.empty()) {
+            GTEST_SKIP() << "shm unavailable: " << why;
+        }
+    }
+    oob_area oob;
+};
+
+// Every type and op through every reduction, with counts 0, 1 and 5.
+TEST_P(CollRanks, every_reduction_type_and_op_matches_the_reference)
+{
+    ASSERT_NE(oob.mem, nullptr);
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    ASSERT_TRUE(weft::test::run_ranks(
+        GetParam(), transport(),
+        [&](rank_ctx &c) {
+            coll_env e(c, oob.mem);
+            for (std::size_t count : {0, 1, 5}) {
+                check_all_types(e, count);
+            }
+        },
+        opt));
+}
+
+// Allreduce algorithms over sizes that straddle their switch points, for a
+// sum (int64: exact) and a double sum.
+TEST_P(CollRanks, allreduce_algorithms_at_every_size)
+{
+    ASSERT_NE(oob.mem, nullptr);
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    ASSERT_TRUE(weft::test::run_ranks(
+        GetParam(), transport(),
+        [&](rank_ctx &c) {
+            coll_env e(c, oob.mem);
+            const std::vector<weft_coll_algorithm> algs = {WEFT_COLL_ALG_RECURSIVE_DOUBLING,
+                                                           WEFT_COLL_ALG_RABENSEIFNER,
+                                                           WEFT_COLL_ALG_RING, WEFT_COLL_ALG_AUTO};
+            for (std::size_t count : {0, 1, 2, 3, 7, 8, 100, 1025, 20000}) {
+                check_reductions<std::int64_t>(e, WEFT_COLL_INT64, "WEFT_COLL_INT64", WEFT_COLL_SUM,
+                                               count, algs);
+                check_reductions<double>(e, WEFT_COLL_DOUBLE, "WEFT_COLL_DOUBLE", WEFT_COLL_MAX,
+                                         count, algs);
+            }
+        },
+        opt));
+}
+
+// Data movement at block sizes 0 .. 64 KiB, and barriers.
+TEST_P(CollRanks, data_movement_and_barrier_match_the_reference)
+{
+    ASSERT_NE(oob.mem, nullptr);
+    auto *arrivals = reinterpret_cast<std::uint64_t *>(oob.mem + oob_area::slot * 15);
+    *arrivals = 0;
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    ASSERT_TRUE(weft::test::run_ranks(
+        GetParam(), transport(),
+        [&](rank_ctx &c) {
+            coll_env e(c, oob.mem);
+            int salt = 0;
+            for (std::size_t blk : {0, 1, 8, 100, 4096, 65536}) {
+                check_movement(e, blk, ++salt);
+            }
+            check_barrier(e, arrivals, 50);
+        },
+        opt));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollRanks, ::testing::Range(1, 9),
+                         [](const ::testing::TestParamInfo<int> &i) {
+                             return std::to_string(i.param) + "ranks";
+                         });
+
+}  // namespace
