@@ -573,8 +573,7 @@ int weft_coll_start(weft_coll_request_t *r)
         return -WEFT_EINVAL;
     }
     if (r->st == request::state::active) {
-        log("error", "%s: started while active", weft_coll_type_name(r->args.type));
-        return -WEFT_EBUSY;
+        return -WEFT_EBUSY;  // the caller's to handle: not logged
     }
     if (r->st == request::state::done && !(r->args.flags & WEFT_COLL_PERSISTENT) && !r->kept) {
         log("error", "%s: started again without WEFT_COLL_PERSISTENT",

@@ -734,9 +734,353 @@ TEST_P(CollRanks, data_movement_and_barrier_match_the_reference)
         opt));
 }
 
+// Persistent requests restart with new buffer contents; several nonblocking
+// collectives of different kinds are in flight at once; weft_coll() reuses
+// its kept schedules (more distinct calls than it keeps, then the first again).
+TEST_P(CollRanks, persistent_and_overlapping_requests)
+{
+    ASSERT_NE(oob.mem, nullptr);
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    ASSERT_TRUE(weft::test::run_ranks(
+        GetParam(), transport(),
+        [&](rank_ctx &c) {
+            coll_env e(c, oob.mem);
+            const int n = c.nranks;
+            const int me = c.rank;
+            constexpr std::size_t count = 300;
+            std::vector<std::int64_t> in(count);
+            std::vector<std::int64_t> out(count);
+            weft_coll_args a{};
+            a.type = WEFT_COLL_ALLREDUCE;
+            a.datatype = WEFT_COLL_INT64;
+            a.op = WEFT_COLL_SUM;
+            a.count = count;
+            a.sendbuf = in.data();
+            a.recvbuf = out.data();
+            a.flags = WEFT_COLL_PERSISTENT;
+            weft_coll_request_t *r = nullptr;
+            WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
+            for (int it = 0; it < 20; ++it) {
+                for (std::size_t i = 0; i < count; ++i) {
+                    in[i] = std::int64_t(i) * (me + 1) + it;
+                }
+                WEFT_TCHECK_EQ(weft_coll_start(r), 0);
+                if (n > 1) {  // waits for its peers: still active, so refused
+                    WEFT_TCHECK_EQ(weft_coll_start(r), -WEFT_EBUSY);
+                }
+                WEFT_TCHECK_EQ(weft_coll_wait(r, 60000), 0);
+                for (std::size_t i = 0; i < count; ++i) {
+                    const std::int64_t want =
+                        std::int64_t(i) * n * (n + 1) / 2 + std::int64_t(it) * n;
+                    WEFT_TCHECK_EQ(out[i], want);
+                }
+            }
+            WEFT_TCHECK_EQ(weft_coll_request_free(r), 0);
+
+            // In flight together: a broadcast, an allgather, an alltoall and a barrier.
+            std::vector<std::uint32_t> b(1000);
+            std::vector<std::uint32_t> ag(std::size_t(n) * 7);
+            std::vector<std::uint32_t> mine(7);
+            std::vector<std::uint32_t> s2(std::size_t(n) * 3);
+            std::vector<std::uint32_t> r2(std::size_t(n) * 3);
+            for (std::size_t i = 0; i < b.size(); ++i) {
+                b[i] = me == n - 1 ? std::uint32_t(i * 3) : 0;
+            }
+            for (std::size_t i = 0; i < 7; ++i) {
+                mine[i] = std::uint32_t(me * 100 + int(i));
+            }
+            for (std::size_t i = 0; i < s2.size(); ++i) {
+                s2[i] = std::uint32_t(me * 1000) + std::uint32_t(i);
+            }
+            weft_coll_args x[4]{};
+            x[0].type = WEFT_COLL_BCAST;
+            x[0].datatype = WEFT_COLL_UINT32;
+            x[0].count = b.size();
+            x[0].recvbuf = b.data();
+            x[0].root = std::uint32_t(n - 1);
+            x[1].type = WEFT_COLL_ALLGATHER;
+            x[1].datatype = WEFT_COLL_UINT32;
+            x[1].count = 7;
+            x[1].sendbuf = mine.data();
+            x[1].recvbuf = ag.data();
+            x[2].type = WEFT_COLL_ALLTOALL;
+            x[2].datatype = WEFT_COLL_UINT32;
+            x[2].count = 3;
+            x[2].sendbuf = s2.data();
+            x[2].recvbuf = r2.data();
+            x[3].type = WEFT_COLL_BARRIER;
+            weft_coll_request_t *rq[4] = {};
+            for (int i = 0; i < 4; ++i) {
+                WEFT_TCHECK_EQ(weft_coll_init(e.g, &x[i], &rq[i]), 0);
+                WEFT_TCHECK_EQ(weft_coll_start(rq[i]), 0);
+            }
+            for (int i = 3; i >= 0; --i) {  // waited for in the other order
+                WEFT_TCHECK_EQ(weft_coll_wait(rq[i], 60000), 0);
+                WEFT_TCHECK_EQ(weft_coll_test(rq[i]), 1);
+                WEFT_TCHECK_EQ(weft_coll_request_free(rq[i]), 0);
+            }
+            for (std::size_t i = 0; i < b.size(); ++i) {
+                WEFT_TCHECK_EQ(b[i], std::uint32_t(i * 3));
+            }
+            for (int from = 0; from < n; ++from) {
+                for (std::size_t i = 0; i < 7; ++i) {
+                    WEFT_TCHECK_EQ(ag[std::size_t(from) * 7 + i],
+                                   std::uint32_t(from * 100 + int(i)));
+                }
+                for (std::size_t i = 0; i < 3; ++i) {
+                    WEFT_TCHECK_EQ(
+                        r2[std::size_t(from) * 3 + i],
+                        std::uint32_t(from * 1000) + std::uint32_t(me * 3) + std::uint32_t(i));
+                }
+            }
+
+            // weft_coll(): 20 distinct calls (more than the 16 kept), twice over.
+            std::vector<std::int32_t> v(64);
+            std::vector<std::int32_t> w(64);
+            for (int pass = 0; pass < 2; ++pass) {
+                for (std::size_t k = 1; k <= 20; ++k) {
+                    for (std::size_t i = 0; i < k; ++i) {
+                        v[i] = std::int32_t(me + pass);
+                    }
+                    weft_coll_args m{};
+                    m.type = WEFT_COLL_ALLREDUCE;
+                    m.datatype = WEFT_COLL_INT32;
+                    m.op = WEFT_COLL_MAX;
+                    m.count = k;
+                    m.sendbuf = v.data();
+                    m.recvbuf = w.data();
+                    WEFT_TCHECK_EQ(weft_coll(e.g, &m), 0);
+                    for (std::size_t i = 0; i < k; ++i) {
+                        WEFT_TCHECK_EQ(w[i], std::int32_t(n - 1 + pass));
+                    }
+                }
+            }
+        },
+        opt));
+}
+
+// Floating-point allreduce: every rank gets the same bits, whatever the algorithm.
+TEST_P(CollRanks, float_allreduce_gives_every_rank_the_same_bits)
+{
+    ASSERT_NE(oob.mem, nullptr);
+    auto *shared = reinterpret_cast<double *>(oob.mem + oob_area::slot * 8);
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    ASSERT_TRUE(weft::test::run_ranks(
+        GetParam(), transport(),
+        [&](rank_ctx &c) {
+            coll_env e(c, oob.mem);
+            constexpr std::size_t count = 64;
+            std::vector<double> in(count);
+            std::vector<double> out(count);
+            for (std::size_t i = 0; i < count; ++i) {  // sums that round differently by order
+                in[i] = 1.0 / double(3 + c.rank * 7 + int(i)) * (c.rank % 2 != 0 ? 1e8 : 1e-3);
+            }
+            for (weft_coll_algorithm alg : {WEFT_COLL_ALG_RECURSIVE_DOUBLING,
+                                            WEFT_COLL_ALG_RABENSEIFNER, WEFT_COLL_ALG_RING}) {
+                weft_coll_args a{};
+                a.type = WEFT_COLL_ALLREDUCE;
+                a.datatype = WEFT_COLL_DOUBLE;
+                a.op = WEFT_COLL_SUM;
+                a.count = count;
+                a.sendbuf = in.data();
+                a.recvbuf = out.data();
+                a.algorithm = alg;
+                WEFT_TCHECK_EQ(weft_coll(e.g, &a), 0);
+                if (c.rank == 0) {
+                    std::memcpy(shared, out.data(), count * sizeof(double));
+                }
+                c.barrier();
+                WEFT_TCHECK_MSG(std::memcmp(shared, out.data(), count * sizeof(double)) == 0,
+                                std::string("rank ") + std::to_string(c.rank) +
+                                    " got other bits with " + weft_coll_algorithm_name(alg));
+                c.barrier();
+            }
+        },
+        opt));
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, CollRanks, ::testing::Range(1, 9),
                          [](const ::testing::TestParamInfo<int> &i) {
                              return std::to_string(i.param) + "ranks";
                          });
+
+// Counts up to 16 MiB (4 Mi int32 elements) on 3 and 4 ranks: allreduce (ring
+// and Rabenseifner), broadcast (scatter + allgather), allgather, alltoall.
+TEST(CollLarge, sixteen_mebibytes)
+{
+    if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
+        GTEST_SKIP() << "shm unavailable";
+    }
+    oob_area oob;
+    ASSERT_NE(oob.mem, nullptr);
+    for (int n : {3, 4}) {
+        weft::test::run_options opt;
+        opt.timeout_s = 600;
+        ASSERT_TRUE(weft::test::run_ranks(
+            n, transport(),
+            [&](rank_ctx &c) {
+                coll_env e(c, oob.mem);
+                constexpr std::size_t total = std::size_t(16) << 20;
+                const std::size_t count = total / 4;
+                std::vector<std::uint32_t> in(count);
+                std::vector<std::uint32_t> out(count);
+                for (std::size_t i = 0; i < count; ++i) {
+                    in[i] = std::uint32_t(i * 2654435761u) + std::uint32_t(c.rank);
+                }
+                for (weft_coll_algorithm alg : {WEFT_COLL_ALG_RING, WEFT_COLL_ALG_RABENSEIFNER}) {
+                    weft_coll_args a{};
+                    a.type = WEFT_COLL_ALLREDUCE;
+                    a.datatype = WEFT_COLL_UINT32;
+                    a.op = WEFT_COLL_SUM;
+                    a.count = count;
+                    a.sendbuf = in.data();
+                    a.recvbuf = out.data();
+                    a.algorithm = alg;
+                    run_ok(e, a, "16 MiB allreduce");
+                    for (std::size_t i = 0; i < count; ++i) {
+                        const std::uint32_t want =
+                            std::uint32_t(i * 2654435761u) * std::uint32_t(n) +
+                            std::uint32_t(n * (n - 1) / 2);
+                        if (out[i] != want) {
+                            WEFT_TCHECK_MSG(false, "16 MiB allreduce " +
+                                                       std::string(weft_coll_algorithm_name(alg)) +
+                                                       ": element " + std::to_string(i));
+                        }
+                    }
+                }
+                weft_coll_args b{};
+                b.type = WEFT_COLL_BCAST;
+                b.datatype = WEFT_COLL_UINT32;
+                b.count = count;
+                b.root = 1;
+                b.recvbuf = in.data();
+                run_ok(e, b, "16 MiB bcast");
+                for (std::size_t i = 0; i < count; ++i) {
+                    if (in[i] != std::uint32_t(i * 2654435761u) + 1) {
+                        WEFT_TCHECK_MSG(false, "16 MiB bcast: element " + std::to_string(i));
+                    }
+                }
+                weft_coll_args g{};
+                g.type = WEFT_COLL_ALLGATHER;
+                g.datatype = WEFT_COLL_UINT32;
+                g.count = count / std::size_t(n);
+                g.sendbuf = WEFT_COLL_IN_PLACE;
+                for (std::size_t i = 0; i < g.count; ++i) {
+                    out[std::size_t(c.rank) * g.count + i] =
+                        std::uint32_t(c.rank) << 24 | std::uint32_t(i);
+                }
+                g.recvbuf = out.data();
+                run_ok(e, g, "16 MiB allgather");
+                g.type = WEFT_COLL_ALLTOALL;
+                g.sendbuf = out.data();
+                g.recvbuf = in.data();
+                run_ok(e, g, "16 MiB alltoall");
+                for (int r = 0; r < n; ++r) {
+                    for (std::size_t i = 0; i < g.count; ++i) {
+                        // allgather put r's block at r; alltoall sent block `me` of r's copy to me
+                        const std::uint32_t want = std::uint32_t(c.rank) << 24 | std::uint32_t(i);
+                        if (in[std::size_t(r) * g.count + i] != want) {
+                            WEFT_TCHECK_MSG(false, "16 MiB allgather + alltoall: block " +
+                                                       std::to_string(r) + " element " +
+                                                       std::to_string(i));
+                        }
+                    }
+                }
+            },
+            opt));
+    }
+}
+
+// Bad input: refused with -WEFT_EINVAL and a logged reason, never a crash;
+// counts that differ between ranks end in an error on the rank that receives
+// too much (truncation), and in no hang.
+TEST(CollBadInput, refused_with_a_reason)
+{
+    if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
+        GTEST_SKIP() << "shm unavailable";
+    }
+    oob_area oob;
+    ASSERT_NE(oob.mem, nullptr);
+    weft::test::run_options opt;
+    opt.allow_log_errors = true;
+    ASSERT_TRUE(weft::test::run_ranks(
+        3, transport(),
+        [&](rank_ctx &c) {
+            coll_env e(c, oob.mem);
+            std::vector<std::int32_t> buf(64);
+            std::vector<std::int32_t> out(64 * 3);
+            weft_coll_request_t *r = nullptr;
+            auto refused = [&](weft_coll_args a, const char *why) {
+                WEFT_TCHECK_MSG(weft_coll_init(e.g, &a, &r) == -WEFT_EINVAL, why);
+            };
+            weft_coll_args a{};
+            a.type = WEFT_COLL_ALLREDUCE;
+            a.datatype = WEFT_COLL_INT32;
+            a.op = WEFT_COLL_SUM;
+            a.count = 4;
+            a.sendbuf = buf.data();
+            a.recvbuf = out.data();
+            weft_coll_args x = a;
+            x.op = WEFT_COLL_MINLOC;
+            refused(x, "MINLOC on INT32");
+            x = a;
+            x.datatype = weft_coll_datatype(77);
+            refused(x, "not a datatype");
+            x = a;
+            x.type = weft_coll_type(99);
+            refused(x, "not a type");
+            x = a;
+            x.type = WEFT_COLL_BCAST;
+            x.root = 3;
+            refused(x, "root outside the group");
+            x = a;
+            x.algorithm = WEFT_COLL_ALG_BRUCK;
+            refused(x, "Bruck is not an allreduce");
+            x = a;
+            x.type = WEFT_COLL_ALLGATHER;
+            x.algorithm = WEFT_COLL_ALG_RECURSIVE_DOUBLING;
+            refused(x, "recursive doubling allgather on 3 ranks");
+            x = a;
+            x.count = SIZE_MAX / 2;
+            refused(x, "count overflows");
+            x = a;
+            x.type = WEFT_COLL_ALLGATHERV;
+            refused(x, "allgatherv without recvcounts");
+            x = a;
+            x.recvbuf = WEFT_COLL_IN_PLACE;
+            refused(x, "recvbuf in place");
+            x = a;
+            x.type = WEFT_COLL_BCAST;
+            x.sendbuf = WEFT_COLL_IN_PLACE;
+            refused(x, "bcast in place");
+            x = a;
+            x.flags = 1u << 7;
+            refused(x, "unknown flag");
+            // A non-persistent request runs once.
+            WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
+            WEFT_TCHECK_EQ(weft_coll_start(r), 0);
+            WEFT_TCHECK_EQ(weft_coll_wait(r, 60000), 0);
+            WEFT_TCHECK_EQ(weft_coll_start(r), -WEFT_EINVAL);
+            WEFT_TCHECK_EQ(weft_coll_request_free(r), 0);
+            // Counts that differ between ranks: rank 1 expects fewer elements
+            // than the others send it.
+            x = a;
+            x.type = WEFT_COLL_BCAST;
+            x.root = 0;
+            x.count = c.rank == 1 ? 4 : 64;
+            x.recvbuf = buf.data();
+            const int rc = weft_coll(e.g, &x);
+            if (c.rank == 1) {
+                WEFT_TCHECK_EQ(rc, -WEFT_ETRUNC);
+            } else {
+                WEFT_TCHECK_EQ(rc, 0);
+            }
+            // The group still works afterwards.
+            WEFT_TCHECK_EQ(weft_coll(e.g, &a), 0);
+        },
+        opt));
+}
 
 }  // namespace
