@@ -107,6 +107,8 @@ struct weft_coll_context {
     std::size_t groups = 0;
     std::vector<request *> blocked;  ///< requests with steps left to post after EAGAIN
     long spins_before_yield = 1 << 20;
+    void (*wait_hook)(void *) = nullptr;  ///< called by waits with nothing to do
+    void *wait_arg = nullptr;
 
     // Selection thresholds (WEFT_COLL_* environment variables, docs/collectives.md).
     std::size_t bcast_large = 64 * 1024;

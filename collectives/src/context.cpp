@@ -429,6 +429,12 @@ int weft_coll_context_close(weft_coll_context_t *c)
     return 0;
 }
 
+void weft_coll_context_set_wait_hook(weft_coll_context_t *c, void (*hook)(void *), void *arg)
+{
+    c->wait_hook = hook;
+    c->wait_arg = arg;
+}
+
 int weft_coll_progress(weft_coll_context_t *c)
 {
     return c->progress();
@@ -622,6 +628,9 @@ int weft_coll_wait(weft_coll_request_t *r, int timeout_ms)
         if (rc > 0) {
             spins = 0;
             continue;
+        }
+        if (c.wait_hook != nullptr) {
+            c.wait_hook(c.wait_arg);
         }
         if (++spins > c.spins_before_yield) {
             spins = 0;

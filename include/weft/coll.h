@@ -156,6 +156,10 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
                            weft_coll_context_t **ctx);
 /** Close a context; -WEFT_EBUSY while it has groups. */
 int weft_coll_context_close(weft_coll_context_t *ctx);
+/** A function weft_coll_wait() (and so weft_coll()) calls while it waits with
+ *  nothing to do, e.g. the MPI library's progress (opal_progress), so that its
+ *  other traffic moves meanwhile. NULL: none. */
+void weft_coll_context_set_wait_hook(weft_coll_context_t *ctx, void (*hook)(void *arg), void *arg);
 /** Drive the context's collectives once. @return completions seen (>= 0) or a negative code. */
 int weft_coll_progress(weft_coll_context_t *ctx);
 

@@ -1,0 +1,1106 @@
+/*
+ * coll_weft.c: Open MPI's `coll weft` component, the collectives of
+ * libweft-coll (docs/collectives.md, "Open MPI component").
+ *
+ * One weft fabric, domain and collectives context per process (opened at the
+ * first communicator); one weft group per intracommunicator, made when the
+ * module is enabled with the communicator's previous allgather as the
+ * out-of-band exchange. Calls weft cannot take (derived or non-contiguous
+ * datatypes, user-defined ops, types outside MPI's basic C set) go to the
+ * module that had the function before (tuned, basic, libnbc), saved at enable.
+ * Intercommunicators and MPI_THREAD_MULTIPLE are declined (no module).
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/constants.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+#include "opal/class/opal_list.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+#include "weft/coll.h"
+#include "weft/weft.h"
+
+/* ------------------------------------------------------------------ component */
+
+typedef struct {
+    mca_coll_base_component_2_0_0_t super;
+    int priority;
+    int verbose;
+    int initialized; /* 0 not tried, 1 open, -1 failed */
+    weft_fabric_t *fabric;
+    weft_domain_t *domain;
+    weft_coll_context_t *ctx;
+    opal_list_t active; /* nonblocking requests not complete */
+} coll_weft_component_t;
+
+static int coll_weft_register(void);
+static int coll_weft_close(void);
+static int coll_weft_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+static mca_coll_base_module_t *coll_weft_comm_query(struct ompi_communicator_t *comm,
+                                                    int *priority);
+
+OMPI_MODULE_DECLSPEC coll_weft_component_t mca_coll_weft_component = {
+    .super =
+        {
+            .collm_version =
+                {
+                    MCA_COLL_BASE_VERSION_2_0_0,
+                    .mca_component_name = "weft",
+                    MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+                    .mca_close_component = coll_weft_close,
+                    .mca_register_component_params = coll_weft_register,
+                },
+            .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+            .collm_init_query = coll_weft_init_query,
+            .collm_comm_query = coll_weft_comm_query,
+        },
+    .priority = 50,
+};
+
+static int coll_weft_register(void)
+{
+    mca_base_component_var_register(&mca_coll_weft_component.super.collm_version, "priority",
+                                    "Priority of coll weft (tuned's is 30: above it, weft's "
+                                    "collectives are used; 0 or less: never)",
+                                    MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                    MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_weft_component.priority);
+    mca_base_component_var_register(&mca_coll_weft_component.super.collm_version, "verbose",
+                                    "1: say which communicators use coll weft, and each call "
+                                    "passed to the previous module and why",
+                                    MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                    MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_weft_component.verbose);
+    return OMPI_SUCCESS;
+}
+
+static int coll_weft_progress(void);
+
+static void coll_weft_wait_hook(void *arg)
+{
+    (void)arg;
+    opal_progress();
+}
+
+/* The process's weft objects, at the first communicator. */
+static int coll_weft_open_weft(void)
+{
+    coll_weft_component_t *c = &mca_coll_weft_component;
+    if (c->initialized != 0) {
+        return c->initialized > 0 ? 0 : -1;
+    }
+    c->initialized = -1;
+    struct weft_info *hints = weft_info_alloc();
+    struct weft_info *info = NULL;
+    const char *step = "weft_getinfo";
+    int rc = -WEFT_ENOMEM;
+    if (NULL == hints) {
+        goto fail;
+    }
+    hints->caps = WEFT_TAGGED | WEFT_DIRECTED_RECV;
+    strncpy(hints->transport, "auto", sizeof(hints->transport) - 1);
+    hints->domain_attr.progress = WEFT_PROGRESS_MANUAL;
+    hints->domain_attr.threading = WEFT_THREAD_DOMAIN;
+    if (0 != (rc = weft_getinfo(WEFT_API_VERSION, hints, NULL, &info))) {
+        goto fail;
+    }
+    step = "weft_fabric_open";
+    if (0 != (rc = weft_fabric_open(info, NULL, &c->fabric))) {
+        goto fail;
+    }
+    step = "weft_domain_open";
+    if (0 != (rc = weft_domain_open(c->fabric, info, &c->domain))) {
+        goto fail;
+    }
+    step = "weft_coll_context_open";
+    if (0 != (rc = weft_coll_context_open(c->domain, info, &c->ctx))) {
+        goto fail;
+    }
+    weft_coll_context_set_wait_hook(c->ctx, coll_weft_wait_hook, NULL);
+    OBJ_CONSTRUCT(&c->active, opal_list_t);
+    opal_progress_register(coll_weft_progress);
+    weft_info_free(info);
+    weft_info_free(hints);
+    c->initialized = 1;
+    return 0;
+fail:
+    opal_output(0, "coll weft: %s failed: %s; not used", step, weft_strerror(rc));
+    weft_info_free(info);
+    weft_info_free(hints);
+    return -1;
+}
+
+static int coll_weft_close(void)
+{
+    coll_weft_component_t *c = &mca_coll_weft_component;
+    if (c->initialized > 0) {
+        opal_progress_unregister(coll_weft_progress);
+        OBJ_DESTRUCT(&c->active);
+        weft_coll_context_close(c->ctx);
+        weft_domain_close(c->domain);
+        weft_fabric_close(c->fabric);
+    }
+    c->initialized = 0;
+    return OMPI_SUCCESS;
+}
+
+static int coll_weft_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    /* A collectives context is used by one thread at a time. */
+    return enable_mpi_threads ? OMPI_ERR_NOT_SUPPORTED : OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ module */
+
+/* The previous module's function for each collective this module provides. */
+#define COLL_WEFT_FOREACH(X)                                                                    \
+    X(allgather)                                                                                \
+    X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(barrier) X(bcast) X(exscan) X(gather) \
+        X(gatherv) X(reduce) X(reduce_scatter) X(reduce_scatter_block) X(scan) X(scatter)       \
+            X(scatterv) X(iallgather) X(iallgatherv) X(iallreduce) X(ialltoall) X(ialltoallv)   \
+                X(ibarrier) X(ibcast) X(iexscan) X(igather) X(igatherv) X(ireduce)              \
+                    X(ireduce_scatter) X(ireduce_scatter_block) X(iscan) X(iscatter) X(iscatterv)
+
+typedef struct {
+    mca_coll_base_module_t super;
+    weft_coll_group_t *group;
+    int size;
+    size_t *arrays; /* 4 * size: counts and displacements in elements */
+#define X(name)                                     \
+    mca_coll_base_module_##name##_fn_t prev_##name; \
+    mca_coll_base_module_t *prev_##name##_module;
+    COLL_WEFT_FOREACH(X)
+#undef X
+} coll_weft_module_t;
+
+static void coll_weft_module_construct(coll_weft_module_t *m)
+{
+    m->group = NULL;
+    m->arrays = NULL;
+#define X(name)            \
+    m->prev_##name = NULL; \
+    m->prev_##name##_module = NULL;
+    COLL_WEFT_FOREACH(X)
+#undef X
+}
+
+static void coll_weft_module_destruct(coll_weft_module_t *m)
+{
+    if (NULL != m->group) {
+        weft_coll_group_destroy(m->group);
+    }
+    free(m->arrays);
+#define X(name)                               \
+    if (NULL != m->prev_##name##_module) {    \
+        OBJ_RELEASE(m->prev_##name##_module); \
+    }
+    COLL_WEFT_FOREACH(X)
+#undef X
+}
+
+static OBJ_CLASS_INSTANCE(coll_weft_module_t, mca_coll_base_module_t, coll_weft_module_construct,
+                          coll_weft_module_destruct);
+
+/* A nonblocking collective. */
+typedef struct {
+    ompi_request_t super;
+    opal_list_item_t item; /* in the component's active list */
+    weft_coll_request_t *req;
+} coll_weft_request_t;
+
+static OBJ_CLASS_INSTANCE(coll_weft_request_t, ompi_request_t, NULL, NULL);
+
+static int coll_weft_progress(void)
+{
+    coll_weft_component_t *c = &mca_coll_weft_component;
+    if (opal_list_is_empty(&c->active)) {
+        return 0;
+    }
+    int n = weft_coll_progress(c->ctx);
+    opal_list_item_t *it = opal_list_get_first(&c->active);
+    while (it != opal_list_get_end(&c->active)) {
+        opal_list_item_t *next = opal_list_get_next(it);
+        coll_weft_request_t *r =
+            (coll_weft_request_t *)((char *)it - offsetof(coll_weft_request_t, item));
+        const int rc = weft_coll_test(r->req);
+        if (rc != 0) {
+            opal_list_remove_item(&c->active, it);
+            r->super.req_status.MPI_ERROR = rc == 1              ? MPI_SUCCESS
+                                            : rc == -WEFT_ETRUNC ? MPI_ERR_TRUNCATE
+                                                                 : MPI_ERR_INTERN;
+            ompi_request_complete(&r->super, true);
+            ++n;
+        }
+        it = next;
+    }
+    return n;
+}
+
+static int coll_weft_request_free(ompi_request_t **request)
+{
+    coll_weft_request_t *r = (coll_weft_request_t *)*request;
+    if (!REQUEST_COMPLETE(&r->super)) {
+        return MPI_ERR_REQUEST; /* MPI: an active nonblocking collective is not freed */
+    }
+    weft_coll_request_free(r->req);
+    OMPI_REQUEST_FINI(&r->super);
+    OBJ_RELEASE(r);
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int coll_weft_request_cancel(ompi_request_t *request, int complete)
+{
+    (void)request;
+    (void)complete;
+    return MPI_ERR_REQUEST; /* collectives cannot be cancelled */
+}
+
+/* Run (request == NULL) or start (*request set) the collective. */
+static int coll_weft_go(coll_weft_module_t *m, const struct weft_coll_args *a,
+                        ompi_request_t **request)
+{
+    int rc;
+    if (NULL == request) {
+        rc = weft_coll(m->group, a);
+    } else {
+        coll_weft_request_t *r = OBJ_NEW(coll_weft_request_t);
+        if (NULL == r) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        rc = weft_coll_init(m->group, a, &r->req);
+        if (0 == rc && 0 != (rc = weft_coll_start(r->req))) {
+            weft_coll_request_free(r->req);
+        }
+        if (0 != rc) {
+            OBJ_RELEASE(r);
+        } else {
+            OMPI_REQUEST_INIT(&r->super, false);
+            r->super.req_type = OMPI_REQUEST_COLL;
+            r->super.req_state = OMPI_REQUEST_ACTIVE;
+            r->super.req_free = coll_weft_request_free;
+            r->super.req_cancel = coll_weft_request_cancel;
+            r->super.req_status.MPI_ERROR = MPI_SUCCESS;
+            opal_list_append(&mca_coll_weft_component.active, &r->item);
+            *request = &r->super;
+        }
+    }
+    if (0 == rc) {
+        return OMPI_SUCCESS;
+    }
+    return rc == -WEFT_ETRUNC   ? MPI_ERR_TRUNCATE
+           : rc == -WEFT_EINVAL ? MPI_ERR_ARG
+                                : MPI_ERR_INTERN;
+}
+
+/* ------------------------------------------------------------------ types and ops */
+
+/* The weft type of an MPI basic C type, or -1. */
+static int coll_weft_datatype(ompi_datatype_t *dt)
+{
+    static const struct {
+        MPI_Datatype mpi;
+        int weft;
+    } map[] = {
+        {MPI_CHAR, WEFT_COLL_INT8},
+        {MPI_SIGNED_CHAR, WEFT_COLL_INT8},
+        {MPI_INT8_T, WEFT_COLL_INT8},
+        {MPI_UNSIGNED_CHAR, WEFT_COLL_UINT8},
+        {MPI_BYTE, WEFT_COLL_UINT8},
+        {MPI_UINT8_T, WEFT_COLL_UINT8},
+        {MPI_C_BOOL, WEFT_COLL_UINT8},
+        {MPI_SHORT, WEFT_COLL_INT16},
+        {MPI_INT16_T, WEFT_COLL_INT16},
+        {MPI_UNSIGNED_SHORT, WEFT_COLL_UINT16},
+        {MPI_UINT16_T, WEFT_COLL_UINT16},
+        {MPI_INT, WEFT_COLL_INT32},
+        {MPI_INT32_T, WEFT_COLL_INT32},
+        {MPI_UNSIGNED, WEFT_COLL_UINT32},
+        {MPI_UINT32_T, WEFT_COLL_UINT32},
+        {MPI_LONG, WEFT_COLL_INT64},
+        {MPI_LONG_LONG, WEFT_COLL_INT64},
+        {MPI_LONG_LONG_INT, WEFT_COLL_INT64},
+        {MPI_INT64_T, WEFT_COLL_INT64},
+        {MPI_AINT, WEFT_COLL_INT64},
+        {MPI_OFFSET, WEFT_COLL_INT64},
+        {MPI_COUNT, WEFT_COLL_INT64},
+        {MPI_UNSIGNED_LONG, WEFT_COLL_UINT64},
+        {MPI_UNSIGNED_LONG_LONG, WEFT_COLL_UINT64},
+        {MPI_UINT64_T, WEFT_COLL_UINT64},
+        {MPI_FLOAT, WEFT_COLL_FLOAT},
+        {MPI_DOUBLE, WEFT_COLL_DOUBLE},
+        {MPI_LONG_DOUBLE, WEFT_COLL_LONG_DOUBLE},
+        {MPI_C_FLOAT_COMPLEX, WEFT_COLL_FLOAT_COMPLEX},
+        {MPI_C_COMPLEX, WEFT_COLL_FLOAT_COMPLEX},
+        {MPI_C_DOUBLE_COMPLEX, WEFT_COLL_DOUBLE_COMPLEX},
+        {MPI_FLOAT_INT, WEFT_COLL_FLOAT_INT},
+        {MPI_DOUBLE_INT, WEFT_COLL_DOUBLE_INT},
+        {MPI_LONG_INT, WEFT_COLL_LONG_INT},
+        {MPI_2INT, WEFT_COLL_2INT},
+        {MPI_SHORT_INT, WEFT_COLL_SHORT_INT},
+        {MPI_LONG_DOUBLE_INT, WEFT_COLL_LONG_DOUBLE_INT},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); ++i) {
+        if (dt == map[i].mpi) {
+            /* sizes differ between ABIs: trust the table only where they agree */
+            size_t size = 0;
+            ompi_datatype_type_size(dt, &size);
+            return size == weft_coll_datatype_size((enum weft_coll_datatype)map[i].weft)
+                       ? map[i].weft
+                       : -1;
+        }
+    }
+    return -1;
+}
+
+static int coll_weft_op(struct ompi_op_t *op)
+{
+    static const struct {
+        MPI_Op mpi;
+        int weft;
+    } map[] = {
+        {MPI_SUM, WEFT_COLL_SUM},   {MPI_PROD, WEFT_COLL_PROD},     {MPI_MIN, WEFT_COLL_MIN},
+        {MPI_MAX, WEFT_COLL_MAX},   {MPI_BAND, WEFT_COLL_BAND},     {MPI_BOR, WEFT_COLL_BOR},
+        {MPI_BXOR, WEFT_COLL_BXOR}, {MPI_LAND, WEFT_COLL_LAND},     {MPI_LOR, WEFT_COLL_LOR},
+        {MPI_LXOR, WEFT_COLL_LXOR}, {MPI_MINLOC, WEFT_COLL_MINLOC}, {MPI_MAXLOC, WEFT_COLL_MAXLOC},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); ++i) {
+        if (op == map[i].mpi) {
+            return map[i].weft;
+        }
+    }
+    return -1;
+}
+
+/* A reduction's type and op, or nonzero when weft cannot take them. */
+static int coll_weft_reduction(ompi_datatype_t *dt, struct ompi_op_t *op, struct weft_coll_args *a)
+{
+    const int t = coll_weft_datatype(dt);
+    const int o = coll_weft_op(op);
+    if (t < 0 || o < 0 || !weft_coll_op_valid((enum weft_coll_datatype)t, (enum weft_coll_op)o)) {
+        return -1;
+    }
+    a->datatype = (enum weft_coll_datatype)t;
+    a->op = (enum weft_coll_op)o;
+    return 0;
+}
+
+/*
+ * Data moved as bytes: a datatype whose `count` elements are contiguous, and
+ * (for v forms, where displacements are in extents) whose extent is its size.
+ * Returns the element size in bytes, sets *shift to the offset of the first
+ * byte, or returns 0 when weft cannot take the type.
+ */
+static size_t coll_weft_bytes(ompi_datatype_t *dt, size_t count, int need_dense, ptrdiff_t *shift)
+{
+    size_t size = 0;
+    ptrdiff_t lb = 0;
+    ptrdiff_t extent = 0;
+    ptrdiff_t true_lb = 0;
+    ptrdiff_t true_extent = 0;
+    ompi_datatype_type_size(dt, &size);
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
+    if (size == 0 ||
+        !ompi_datatype_is_contiguous_memory_layout(dt, count > 1 ? (int32_t)count : 2) ||
+        (need_dense && (ptrdiff_t)size != extent)) {
+        return 0;
+    }
+    *shift = true_lb;
+    return size;
+}
+
+static void *shifted(const void *buf, ptrdiff_t shift)
+{
+    if (buf == MPI_IN_PLACE || buf == NULL) {
+        return (void *)buf;
+    }
+    return (char *)buf + shift;
+}
+
+static void coll_weft_note(const char *what, const char *why)
+{
+    if (mca_coll_weft_component.verbose > 0) {
+        opal_output(0, "coll weft: %s passed to the previous module: %s", what, why);
+    }
+}
+
+static void coll_weft_args_init(struct weft_coll_args *a, enum weft_coll_type type)
+{
+    memset(a, 0, sizeof(*a));
+    a->type = type;
+    a->datatype = WEFT_COLL_BYTE;
+}
+
+/* ------------------------------------------------------------------ the collectives */
+
+/* Each collective has one body for its blocking and nonblocking forms; `req`
+ * is NULL for the blocking one. FALLBACK calls the previous module. */
+#define FALLBACK(name, why, ...)                                                                \
+    do {                                                                                        \
+        coll_weft_note(#name, why);                                                             \
+        return req == NULL ? m->prev_##name(__VA_ARGS__, comm, m->prev_##name##_module)         \
+                           : m->prev_i##name(__VA_ARGS__, comm, req, m->prev_i##name##_module); \
+    } while (0)
+
+static int do_barrier(struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
+{
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_BARRIER);
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_bcast(void *buf, int count, struct ompi_datatype_t *dt, int root,
+                    struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
+{
+    ptrdiff_t shift = 0;
+    const size_t es = coll_weft_bytes(dt, (size_t)count, 0, &shift);
+    if (es == 0) {
+        FALLBACK(bcast, "datatype not contiguous", buf, count, dt, root);
+    }
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_BCAST);
+    a.recvbuf = shifted(buf, shift);
+    a.count = (size_t)count * es;
+    a.root = (uint32_t)root;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_reduction(enum weft_coll_type type, const void *sbuf, void *rbuf, int count,
+                        struct ompi_datatype_t *dt, struct ompi_op_t *op, int root,
+                        coll_weft_module_t *m, ompi_request_t **req, int *fallback)
+{
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, type);
+    ptrdiff_t shift = 0;
+    if (coll_weft_reduction(dt, op, &a) != 0 ||
+        coll_weft_bytes(dt, (size_t)count, 1, &shift) == 0) {
+        *fallback = 1;
+        return 0;
+    }
+    a.sendbuf = shifted(sbuf, shift);
+    a.recvbuf = shifted(rbuf, shift);
+    a.count = (size_t)count;
+    a.root = (uint32_t)root;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                        coll_weft_module_t *m, ompi_request_t **req)
+{
+    int fallback = 0;
+    const int rc =
+        do_reduction(WEFT_COLL_ALLREDUCE, sbuf, rbuf, count, dt, op, 0, m, req, &fallback);
+    if (fallback) {
+        FALLBACK(allreduce, "type or op", sbuf, rbuf, count, dt, op);
+    }
+    return rc;
+}
+
+static int do_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+                     struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                     coll_weft_module_t *m, ompi_request_t **req)
+{
+    int fallback = 0;
+    const int rc =
+        do_reduction(WEFT_COLL_REDUCE, sbuf, rbuf, count, dt, op, root, m, req, &fallback);
+    if (fallback) {
+        FALLBACK(reduce, "type or op", sbuf, rbuf, count, dt, op, root);
+    }
+    return rc;
+}
+
+static int do_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+                   struct ompi_op_t *op, struct ompi_communicator_t *comm, coll_weft_module_t *m,
+                   ompi_request_t **req)
+{
+    int fallback = 0;
+    const int rc = do_reduction(WEFT_COLL_SCAN, sbuf, rbuf, count, dt, op, 0, m, req, &fallback);
+    if (fallback) {
+        FALLBACK(scan, "type or op", sbuf, rbuf, count, dt, op);
+    }
+    return rc;
+}
+
+static int do_exscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+                     struct ompi_op_t *op, struct ompi_communicator_t *comm, coll_weft_module_t *m,
+                     ompi_request_t **req)
+{
+    int fallback = 0;
+    const int rc = do_reduction(WEFT_COLL_EXSCAN, sbuf, rbuf, count, dt, op, 0, m, req, &fallback);
+    if (fallback) {
+        FALLBACK(exscan, "type or op", sbuf, rbuf, count, dt, op);
+    }
+    return rc;
+}
+
+static int do_reduce_scatter_block(const void *sbuf, void *rbuf, int count,
+                                   struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                                   struct ompi_communicator_t *comm, coll_weft_module_t *m,
+                                   ompi_request_t **req)
+{
+    int fallback = 0;
+    const int rc = do_reduction(WEFT_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, dt, op, 0, m,
+                                req, &fallback);
+    if (fallback) {
+        FALLBACK(reduce_scatter_block, "type or op", sbuf, rbuf, count, dt, op);
+    }
+    return rc;
+}
+
+static int do_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                             struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                             struct ompi_communicator_t *comm, coll_weft_module_t *m,
+                             ompi_request_t **req)
+{
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_REDUCE_SCATTER);
+    ptrdiff_t shift = 0;
+    if (coll_weft_reduction(dt, op, &a) != 0 || coll_weft_bytes(dt, 2, 1, &shift) == 0) {
+        FALLBACK(reduce_scatter, "type or op", sbuf, rbuf, rcounts, dt, op);
+    }
+    for (int i = 0; i < m->size; ++i) {
+        m->arrays[i] = (size_t)rcounts[i];
+    }
+    a.sendbuf = shifted(sbuf, shift);
+    a.recvbuf = shifted(rbuf, shift);
+    a.recvcounts = m->arrays;
+    a.count = m->arrays[ompi_comm_rank(comm)];
+    return coll_weft_go(m, &a, req);
+}
+
+/* The byte size of one block of (count, dt) for data movement, or 0. */
+#define BLOCK(count, dt, dense, shift) coll_weft_bytes((dt), (size_t)(count), (dense), (shift))
+
+static int do_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
+                        int rcount, struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
+                        coll_weft_module_t *m, ompi_request_t **req)
+{
+    ptrdiff_t ss = 0, rs = 0;
+    const size_t res = BLOCK(rcount * m->size, rdt, 1, &rs);
+    const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(scount, sdt, 0, &ss);
+    if (res == 0 || ses == 0 ||
+        (sbuf != MPI_IN_PLACE && ses * (size_t)scount != res * (size_t)rcount)) {
+        FALLBACK(allgather, "datatype", sbuf, scount, sdt, rbuf, rcount, rdt);
+    }
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_ALLGATHER);
+    a.sendbuf = shifted(sbuf, ss);
+    a.recvbuf = shifted(rbuf, rs);
+    a.count = res * (size_t)rcount;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
+                         const int *rcounts, const int *displs, struct ompi_datatype_t *rdt,
+                         struct ompi_communicator_t *comm, coll_weft_module_t *m,
+                         ompi_request_t **req)
+{
+    ptrdiff_t ss = 0, rs = 0;
+    const size_t res = BLOCK(2, rdt, 1, &rs);
+    const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(scount, sdt, 0, &ss);
+    const int me = ompi_comm_rank(comm);
+    if (res == 0 || ses == 0 ||
+        (sbuf != MPI_IN_PLACE && ses * (size_t)scount != res * (size_t)rcounts[me])) {
+        FALLBACK(allgatherv, "datatype", sbuf, scount, sdt, rbuf, rcounts, displs, rdt);
+    }
+    for (int i = 0; i < m->size; ++i) {
+        m->arrays[i] = (size_t)rcounts[i] * res;
+        m->arrays[m->size + i] = (size_t)displs[i] * res;
+    }
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_ALLGATHERV);
+    a.sendbuf = shifted(sbuf, ss);
+    a.recvbuf = shifted(rbuf, rs);
+    a.count = m->arrays[me];
+    a.recvcounts = m->arrays;
+    a.rdispls = m->arrays + m->size;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
+                     int rcount, struct ompi_datatype_t *rdt, int root,
+                     struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
+{
+    const int me = ompi_comm_rank(comm);
+    ptrdiff_t ss = 0, rs = 0;
+    size_t bytes;
+    if (me == root) {
+        const size_t res = BLOCK(rcount * m->size, rdt, 1, &rs);
+        const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(scount, sdt, 0, &ss);
+        bytes = res * (size_t)rcount;
+        if (res == 0 || ses == 0 || (sbuf != MPI_IN_PLACE && ses * (size_t)scount != bytes)) {
+            bytes = SIZE_MAX;
+        }
+    } else {
+        const size_t ses = BLOCK(scount, sdt, 0, &ss);
+        bytes = ses == 0 ? SIZE_MAX : ses * (size_t)scount;
+    }
+    /* Every rank must decide alike: a rank whose type weft cannot take cannot
+     * tell the others, so only types the library takes everywhere go to weft
+     * (basic types are; derived ones fall back on every rank alike). */
+    if (bytes == SIZE_MAX) {
+        FALLBACK(gather, "datatype", sbuf, scount, sdt, rbuf, rcount, rdt, root);
+    }
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_GATHER);
+    a.sendbuf = shifted(sbuf, ss);
+    a.recvbuf = shifted(rbuf, rs);
+    a.count = bytes;
+    a.root = (uint32_t)root;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
+                      const int *rcounts, const int *displs, struct ompi_datatype_t *rdt, int root,
+                      struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
+{
+    const int me = ompi_comm_rank(comm);
+    ptrdiff_t ss = 0, rs = 0;
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_GATHERV);
+    size_t ses = 0;
+    if (sbuf != MPI_IN_PLACE && 0 == (ses = BLOCK(scount, sdt, 0, &ss))) {
+        FALLBACK(gatherv, "datatype", sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root);
+    }
+    a.count = ses * (size_t)scount;
+    if (me == root) {
+        const size_t res = BLOCK(2, rdt, 1, &rs);
+        if (res == 0) {
+            FALLBACK(gatherv, "datatype", sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root);
+        }
+        for (int i = 0; i < m->size; ++i) {
+            m->arrays[i] = (size_t)rcounts[i] * res;
+            m->arrays[m->size + i] = (size_t)displs[i] * res;
+        }
+        a.recvcounts = m->arrays;
+        a.rdispls = m->arrays + m->size;
+        if (sbuf == MPI_IN_PLACE) {
+            a.count = m->arrays[me];
+        }
+    }
+    a.sendbuf = shifted(sbuf, ss);
+    a.recvbuf = shifted(rbuf, rs);
+    a.root = (uint32_t)root;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
+                      int rcount, struct ompi_datatype_t *rdt, int root,
+                      struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
+{
+    const int me = ompi_comm_rank(comm);
+    ptrdiff_t ss = 0, rs = 0;
+    size_t bytes;
+    if (me == root) {
+        const size_t ses = BLOCK(scount * m->size, sdt, 1, &ss);
+        const size_t res = rbuf == MPI_IN_PLACE ? ses : BLOCK(rcount, rdt, 0, &rs);
+        bytes = ses * (size_t)scount;
+        if (ses == 0 || res == 0 || (rbuf != MPI_IN_PLACE && res * (size_t)rcount != bytes)) {
+            bytes = SIZE_MAX;
+        }
+    } else {
+        const size_t res = BLOCK(rcount, rdt, 0, &rs);
+        bytes = res == 0 ? SIZE_MAX : res * (size_t)rcount;
+    }
+    if (bytes == SIZE_MAX) {
+        FALLBACK(scatter, "datatype", sbuf, scount, sdt, rbuf, rcount, rdt, root);
+    }
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_SCATTER);
+    a.sendbuf = shifted(sbuf, ss);
+    a.recvbuf = shifted(rbuf, rs);
+    a.count = bytes;
+    a.root = (uint32_t)root;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_scatterv(const void *sbuf, const int *scounts, const int *displs,
+                       struct ompi_datatype_t *sdt, void *rbuf, int rcount,
+                       struct ompi_datatype_t *rdt, int root, struct ompi_communicator_t *comm,
+                       coll_weft_module_t *m, ompi_request_t **req)
+{
+    const int me = ompi_comm_rank(comm);
+    ptrdiff_t ss = 0, rs = 0;
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_SCATTERV);
+    size_t res = 0;
+    if (rbuf != MPI_IN_PLACE && 0 == (res = BLOCK(rcount, rdt, 0, &rs))) {
+        FALLBACK(scatterv, "datatype", sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root);
+    }
+    a.count = res * (size_t)rcount;
+    if (me == root) {
+        const size_t ses = BLOCK(2, sdt, 1, &ss);
+        if (ses == 0) {
+            FALLBACK(scatterv, "datatype", sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root);
+        }
+        for (int i = 0; i < m->size; ++i) {
+            m->arrays[i] = (size_t)scounts[i] * ses;
+            m->arrays[m->size + i] = (size_t)displs[i] * ses;
+        }
+        a.sendcounts = m->arrays;
+        a.sdispls = m->arrays + m->size;
+        if (rbuf == MPI_IN_PLACE) {
+            a.count = m->arrays[me];
+        }
+    }
+    a.sendbuf = shifted(sbuf, ss);
+    a.recvbuf = shifted(rbuf, rs);
+    a.root = (uint32_t)root;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
+                       int rcount, struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
+                       coll_weft_module_t *m, ompi_request_t **req)
+{
+    ptrdiff_t ss = 0, rs = 0;
+    const size_t res = BLOCK(rcount * m->size, rdt, 1, &rs);
+    const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(scount * m->size, sdt, 1, &ss);
+    if (res == 0 || ses == 0 ||
+        (sbuf != MPI_IN_PLACE && ses * (size_t)scount != res * (size_t)rcount)) {
+        FALLBACK(alltoall, "datatype", sbuf, scount, sdt, rbuf, rcount, rdt);
+    }
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_ALLTOALL);
+    a.sendbuf = shifted(sbuf, ss);
+    a.recvbuf = shifted(rbuf, rs);
+    a.count = res * (size_t)rcount;
+    return coll_weft_go(m, &a, req);
+}
+
+static int do_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                        struct ompi_datatype_t *sdt, void *rbuf, const int *rcounts,
+                        const int *rdispls, struct ompi_datatype_t *rdt,
+                        struct ompi_communicator_t *comm, coll_weft_module_t *m,
+                        ompi_request_t **req)
+{
+    ptrdiff_t ss = 0, rs = 0;
+    const size_t res = BLOCK(2, rdt, 1, &rs);
+    const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(2, sdt, 1, &ss);
+    if (res == 0 || ses == 0) {
+        FALLBACK(alltoallv, "datatype", sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt);
+    }
+    const int n = m->size;
+    for (int i = 0; i < n; ++i) {
+        m->arrays[i] = (size_t)rcounts[i] * res;
+        m->arrays[n + i] = (size_t)rdispls[i] * res;
+        if (sbuf != MPI_IN_PLACE) {
+            m->arrays[2 * n + i] = (size_t)scounts[i] * ses;
+            m->arrays[3 * n + i] = (size_t)sdispls[i] * ses;
+        }
+    }
+    struct weft_coll_args a;
+    coll_weft_args_init(&a, WEFT_COLL_ALLTOALLV);
+    a.sendbuf = shifted(sbuf, ss);
+    a.recvbuf = shifted(rbuf, rs);
+    a.recvcounts = m->arrays;
+    a.rdispls = m->arrays + n;
+    if (sbuf != MPI_IN_PLACE) {
+        a.sendcounts = m->arrays + 2 * n;
+        a.sdispls = m->arrays + 3 * n;
+    }
+    return coll_weft_go(m, &a, req);
+}
+
+/* The entry points Open MPI calls: blocking and nonblocking over one body. */
+#define M ((coll_weft_module_t *)module)
+
+static int w_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return do_barrier(comm, M, NULL);
+}
+static int w_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **req,
+                      mca_coll_base_module_t *module)
+{
+    return do_barrier(comm, M, req);
+}
+static int w_bcast(void *buf, int count, struct ompi_datatype_t *dt, int root,
+                   struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return do_bcast(buf, count, dt, root, comm, M, NULL);
+}
+static int w_ibcast(void *buf, int count, struct ompi_datatype_t *dt, int root,
+                    struct ompi_communicator_t *comm, ompi_request_t **req,
+                    mca_coll_base_module_t *module)
+{
+    return do_bcast(buf, count, dt, root, comm, M, req);
+}
+static int w_allreduce(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module)
+{
+    return do_allreduce(s, r, count, dt, op, comm, M, NULL);
+}
+static int w_iallreduce(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                        ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return do_allreduce(s, r, count, dt, op, comm, M, req);
+}
+static int w_reduce(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                    struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                    mca_coll_base_module_t *module)
+{
+    return do_reduce(s, r, count, dt, op, root, comm, M, NULL);
+}
+static int w_ireduce(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                     struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                     ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return do_reduce(s, r, count, dt, op, root, comm, M, req);
+}
+static int w_scan(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                  struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                  mca_coll_base_module_t *module)
+{
+    return do_scan(s, r, count, dt, op, comm, M, NULL);
+}
+static int w_iscan(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                   struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **req,
+                   mca_coll_base_module_t *module)
+{
+    return do_scan(s, r, count, dt, op, comm, M, req);
+}
+static int w_exscan(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                    mca_coll_base_module_t *module)
+{
+    return do_exscan(s, r, count, dt, op, comm, M, NULL);
+}
+static int w_iexscan(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                     struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **req,
+                     mca_coll_base_module_t *module)
+{
+    return do_exscan(s, r, count, dt, op, comm, M, req);
+}
+static int w_reduce_scatter_block(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                                  struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                  mca_coll_base_module_t *module)
+{
+    return do_reduce_scatter_block(s, r, count, dt, op, comm, M, NULL);
+}
+static int w_ireduce_scatter_block(const void *s, void *r, int count, struct ompi_datatype_t *dt,
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                   ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return do_reduce_scatter_block(s, r, count, dt, op, comm, M, req);
+}
+static int w_reduce_scatter(const void *s, void *r, const int *counts, struct ompi_datatype_t *dt,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    return do_reduce_scatter(s, r, counts, dt, op, comm, M, NULL);
+}
+static int w_ireduce_scatter(const void *s, void *r, const int *counts, struct ompi_datatype_t *dt,
+                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                             ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return do_reduce_scatter(s, r, counts, dt, op, comm, M, req);
+}
+static int w_allgather(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, int rc,
+                       struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module)
+{
+    return do_allgather(s, sc, sdt, r, rc, rdt, comm, M, NULL);
+}
+static int w_iallgather(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, int rc,
+                        struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
+                        ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return do_allgather(s, sc, sdt, r, rc, rdt, comm, M, req);
+}
+static int w_allgatherv(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, const int *rcs,
+                        const int *ds, struct ompi_datatype_t *rdt,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return do_allgatherv(s, sc, sdt, r, rcs, ds, rdt, comm, M, NULL);
+}
+static int w_iallgatherv(const void *s, int sc, struct ompi_datatype_t *sdt, void *r,
+                         const int *rcs, const int *ds, struct ompi_datatype_t *rdt,
+                         struct ompi_communicator_t *comm, ompi_request_t **req,
+                         mca_coll_base_module_t *module)
+{
+    return do_allgatherv(s, sc, sdt, r, rcs, ds, rdt, comm, M, req);
+}
+static int w_gather(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, int rc,
+                    struct ompi_datatype_t *rdt, int root, struct ompi_communicator_t *comm,
+                    mca_coll_base_module_t *module)
+{
+    return do_gather(s, sc, sdt, r, rc, rdt, root, comm, M, NULL);
+}
+static int w_igather(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, int rc,
+                     struct ompi_datatype_t *rdt, int root, struct ompi_communicator_t *comm,
+                     ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return do_gather(s, sc, sdt, r, rc, rdt, root, comm, M, req);
+}
+static int w_gatherv(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, const int *rcs,
+                     const int *ds, struct ompi_datatype_t *rdt, int root,
+                     struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return do_gatherv(s, sc, sdt, r, rcs, ds, rdt, root, comm, M, NULL);
+}
+static int w_igatherv(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, const int *rcs,
+                      const int *ds, struct ompi_datatype_t *rdt, int root,
+                      struct ompi_communicator_t *comm, ompi_request_t **req,
+                      mca_coll_base_module_t *module)
+{
+    return do_gatherv(s, sc, sdt, r, rcs, ds, rdt, root, comm, M, req);
+}
+static int w_scatter(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, int rc,
+                     struct ompi_datatype_t *rdt, int root, struct ompi_communicator_t *comm,
+                     mca_coll_base_module_t *module)
+{
+    return do_scatter(s, sc, sdt, r, rc, rdt, root, comm, M, NULL);
+}
+static int w_iscatter(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, int rc,
+                      struct ompi_datatype_t *rdt, int root, struct ompi_communicator_t *comm,
+                      ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return do_scatter(s, sc, sdt, r, rc, rdt, root, comm, M, req);
+}
+static int w_scatterv(const void *s, const int *scs, const int *ds, struct ompi_datatype_t *sdt,
+                      void *r, int rc, struct ompi_datatype_t *rdt, int root,
+                      struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return do_scatterv(s, scs, ds, sdt, r, rc, rdt, root, comm, M, NULL);
+}
+static int w_iscatterv(const void *s, const int *scs, const int *ds, struct ompi_datatype_t *sdt,
+                       void *r, int rc, struct ompi_datatype_t *rdt, int root,
+                       struct ompi_communicator_t *comm, ompi_request_t **req,
+                       mca_coll_base_module_t *module)
+{
+    return do_scatterv(s, scs, ds, sdt, r, rc, rdt, root, comm, M, req);
+}
+static int w_alltoall(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, int rc,
+                      struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
+                      mca_coll_base_module_t *module)
+{
+    return do_alltoall(s, sc, sdt, r, rc, rdt, comm, M, NULL);
+}
+static int w_ialltoall(const void *s, int sc, struct ompi_datatype_t *sdt, void *r, int rc,
+                       struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
+                       ompi_request_t **req, mca_coll_base_module_t *module)
+{
+    return do_alltoall(s, sc, sdt, r, rc, rdt, comm, M, req);
+}
+static int w_alltoallv(const void *s, const int *scs, const int *sds, struct ompi_datatype_t *sdt,
+                       void *r, const int *rcs, const int *rds, struct ompi_datatype_t *rdt,
+                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    return do_alltoallv(s, scs, sds, sdt, r, rcs, rds, rdt, comm, M, NULL);
+}
+static int w_ialltoallv(const void *s, const int *scs, const int *sds, struct ompi_datatype_t *sdt,
+                        void *r, const int *rcs, const int *rds, struct ompi_datatype_t *rdt,
+                        struct ompi_communicator_t *comm, ompi_request_t **req,
+                        mca_coll_base_module_t *module)
+{
+    return do_alltoallv(s, scs, sds, sdt, r, rcs, rds, rdt, comm, M, req);
+}
+#undef M
+
+/* ------------------------------------------------------------------ selection */
+
+typedef struct {
+    struct ompi_communicator_t *comm;
+    coll_weft_module_t *m;
+} oob_arg_t;
+
+static int coll_weft_oob(const void *send, void *recv, size_t len, void *arg)
+{
+    oob_arg_t *o = arg;
+    return o->m->prev_allgather((void *)send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE, o->comm,
+                                o->m->prev_allgather_module);
+}
+
+static int coll_weft_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    coll_weft_module_t *m = (coll_weft_module_t *)module;
+    /* Keep what the communicator had: the fallbacks (and the out-of-band allgather). */
+#define X(name)                                                                       \
+    m->prev_##name = comm->c_coll->coll_##name;                                       \
+    m->prev_##name##_module = comm->c_coll->coll_##name##_module;                     \
+    if (NULL == m->prev_##name || NULL == m->prev_##name##_module) {                  \
+        opal_output(0, "coll weft: no previous " #name " to fall back on; not used"); \
+        return OMPI_ERROR;                                                            \
+    }                                                                                 \
+    OBJ_RETAIN(m->prev_##name##_module);
+    COLL_WEFT_FOREACH(X)
+#undef X
+    m->size = ompi_comm_size(comm);
+    m->arrays = malloc(4 * sizeof(size_t) * (size_t)m->size);
+    if (NULL == m->arrays) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    oob_arg_t arg = {comm, m};
+    const struct weft_coll_oob oob = {coll_weft_oob, &arg};
+    const int rc = weft_coll_group_create(mca_coll_weft_component.ctx, (uint32_t)m->size,
+                                          (uint32_t)ompi_comm_rank(comm), &oob, &m->group);
+    if (0 != rc) {
+        opal_output(0, "coll weft: making the group of %s failed: %s", comm->c_name,
+                    weft_strerror(rc));
+        return OMPI_ERROR;
+    }
+    if (mca_coll_weft_component.verbose > 0) {
+        opal_output(0, "coll weft: %s (%d ranks) uses weft's collectives", comm->c_name, m->size);
+    }
+    return OMPI_SUCCESS;
+}
+
+static mca_coll_base_module_t *coll_weft_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    *priority = mca_coll_weft_component.priority;
+    if (*priority <= 0 || OMPI_COMM_IS_INTER(comm) || coll_weft_open_weft() != 0) {
+        return NULL; /* intercommunicators: left to other components */
+    }
+    coll_weft_module_t *m = OBJ_NEW(coll_weft_module_t);
+    if (NULL == m) {
+        return NULL;
+    }
+    mca_coll_base_module_t *b = &m->super;
+    b->coll_module_enable = coll_weft_enable;
+    b->coll_barrier = w_barrier;
+    b->coll_bcast = w_bcast;
+    b->coll_allreduce = w_allreduce;
+    b->coll_reduce = w_reduce;
+    b->coll_scan = w_scan;
+    b->coll_exscan = w_exscan;
+    b->coll_reduce_scatter = w_reduce_scatter;
+    b->coll_reduce_scatter_block = w_reduce_scatter_block;
+    b->coll_allgather = w_allgather;
+    b->coll_allgatherv = w_allgatherv;
+    b->coll_gather = w_gather;
+    b->coll_gatherv = w_gatherv;
+    b->coll_scatter = w_scatter;
+    b->coll_scatterv = w_scatterv;
+    b->coll_alltoall = w_alltoall;
+    b->coll_alltoallv = w_alltoallv;
+    b->coll_ibarrier = w_ibarrier;
+    b->coll_ibcast = w_ibcast;
+    b->coll_iallreduce = w_iallreduce;
+    b->coll_ireduce = w_ireduce;
+    b->coll_iscan = w_iscan;
+    b->coll_iexscan = w_iexscan;
+    b->coll_ireduce_scatter = w_ireduce_scatter;
+    b->coll_ireduce_scatter_block = w_ireduce_scatter_block;
+    b->coll_iallgather = w_iallgather;
+    b->coll_iallgatherv = w_iallgatherv;
+    b->coll_igather = w_igather;
+    b->coll_igatherv = w_igatherv;
+    b->coll_iscatter = w_iscatter;
+    b->coll_iscatterv = w_iscatterv;
+    b->coll_ialltoall = w_ialltoall;
+    b->coll_ialltoallv = w_ialltoallv;
+    return b;
+}
