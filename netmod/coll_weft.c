@@ -162,13 +162,17 @@ static int coll_weft_init_query(bool enable_progress_threads, bool enable_mpi_th
 /* ------------------------------------------------------------------ module */
 
 /* The previous module's function for each collective this module provides. */
-#define COLL_WEFT_FOREACH(X)                                                                    \
-    X(allgather)                                                                                \
-    X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(barrier) X(bcast) X(exscan) X(gather) \
-        X(gatherv) X(reduce) X(reduce_scatter) X(reduce_scatter_block) X(scan) X(scatter)       \
-            X(scatterv) X(iallgather) X(iallgatherv) X(iallreduce) X(ialltoall) X(ialltoallv)   \
-                X(ibarrier) X(ibcast) X(iexscan) X(igather) X(igatherv) X(ireduce)              \
-                    X(ireduce_scatter) X(ireduce_scatter_block) X(iscan) X(iscatter) X(iscatterv)
+/* clang-format off */
+#define COLL_WEFT_FOREACH(X) \
+    X(allgather) X(allgatherv) X(allreduce) X(alltoall) \
+    X(alltoallv) X(barrier) X(bcast) X(exscan) \
+    X(gather) X(gatherv) X(reduce) X(reduce_scatter) \
+    X(reduce_scatter_block) X(scan) X(scatter) X(scatterv) \
+    X(iallgather) X(iallgatherv) X(iallreduce) X(ialltoall) \
+    X(ialltoallv) X(ibarrier) X(ibcast) X(iexscan) \
+    X(igather) X(igatherv) X(ireduce) X(ireduce_scatter) \
+    X(ireduce_scatter_block) X(iscan) X(iscatter) X(iscatterv)
+/* clang-format on */
 
 typedef struct {
     mca_coll_base_module_t super;
@@ -818,7 +822,13 @@ static int do_alltoallv(const void *sbuf, const int *scounts, const int *sdispls
 
 static int w_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    return do_barrier(comm, M, NULL);
+    const int rc = do_barrier(comm, M, NULL);
+    /* Point-to-point messages sent before the barrier travel on the MTL's
+     * endpoint, not this one: one progress pass after it has them matched, as
+     * they would be behind a barrier on the same channel (programs count on it,
+     * e.g. a send, a barrier, then an MPI_Iprobe that must find the message). */
+    opal_progress();
+    return rc;
 }
 static int w_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **req,
                       mca_coll_base_module_t *module)

@@ -4,7 +4,9 @@
  * Barrier, bcast, allreduce, alltoall(v), reduce, allgather, gather, scatter,
  * reduce_scatter_block, scan, and the nonblocking ones (whose internal tags go
  * down to -INT_MAX/2), from a few bytes to several MiB (Open MPI switches
- * algorithms by size), on MPI_COMM_WORLD and on a split communicator.
+ * algorithms by size), on MPI_COMM_WORLD, a split communicator with reversed
+ * ranks, a dup, and halves (even and odd ranks); and an intercommunicator
+ * between the halves (which coll weft declines).
  */
 #include "mpi_test.h"
 
@@ -285,5 +287,34 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, 0, test_size - test_rank, &rev));
     run_all(rev, "reversed ranks");
     CHECK_MPI(MPI_Comm_free(&rev));
+    MPI_Comm dup;
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    run_all(dup, "dup of MPI_COMM_WORLD");
+    /* Halves: even and odd ranks (sizes differ on odd counts), both at once. */
+    MPI_Comm half;
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, test_rank % 2, test_rank, &half));
+    run_all(half, test_rank % 2 == 0 ? "even ranks" : "odd ranks");
+    /* An intercommunicator between the halves: coll weft declines it and
+     * another component runs its collectives. */
+    if (test_size >= 2) {
+        test_section("intercommunicator (left to other components)");
+        MPI_Comm inter;
+        CHECK_MPI(MPI_Intercomm_create(half, 0, dup, test_rank % 2 == 0 ? 1 : 0, 77, &inter));
+        int remote = 0;
+        CHECK_MPI(MPI_Comm_remote_size(inter, &remote));
+        CHECK_MPI(MPI_Barrier(inter));
+        /* Intercommunicator allreduce: each group gets the sum of the other's. */
+        int mine = test_rank + 1;
+        int got = -1;
+        CHECK_MPI(MPI_Allreduce(&mine, &got, 1, MPI_INT, MPI_SUM, inter));
+        int want = 0;
+        for (int r = 0; r < test_size; ++r) {
+            want += r % 2 != test_rank % 2 ? r + 1 : 0;
+        }
+        CHECK(got == want, "intercommunicator allreduce: %d, want %d", got, want);
+        CHECK_MPI(MPI_Comm_free(&inter));
+    }
+    CHECK_MPI(MPI_Comm_free(&half));
+    CHECK_MPI(MPI_Comm_free(&dup));
     return test_finish("mpi_coll");
 }

@@ -103,6 +103,34 @@ for np in 2 4; do
     run mpi_thread "$np"
 done
 
+# coll weft (built beside the MTL, so the runs above use it too): it must
+# claim every intracommunicator of mpi_coll (world, self, the split, the dup,
+# the halves, and from 2 ranks the dup MPI_Intercomm_create makes of a half:
+# 5 or 6 per rank) and not the intercommunicator, on 1 to 4 ranks (3: odd
+# halves, non-power-of-two groups). And Open MPI's own collectives over the
+# MTL still work with it excluded.
+if [ -f "$build/.libs/mca_coll_weft.so" ]; then
+    for np in 1 3 4; do
+        if run mpi_coll "$np" --mca coll_weft_verbose 1; then
+            claimed=$(grep -c "coll weft: .* uses weft's collectives" "$log")
+            per=$((np >= 2 ? 6 : 5))
+            if [ "$claimed" -ne $((np * per)) ]; then
+                echo "FAIL: coll weft claimed $claimed communicators on $np ranks, expected $((np * per))"
+                grep "coll weft" "$log" | head -n 20 | sed 's/^/    /'
+                failed=$((failed + 1))
+            elif grep -q "coll weft: .*passed to the previous module" "$log"; then
+                echo "FAIL: coll weft passed basic-type calls of mpi_coll to another module:"
+                grep "passed to the previous" "$log" | sort | uniq -c | head | sed 's/^/    /'
+                failed=$((failed + 1))
+            fi
+        fi
+    done
+    run mpi_coll 2 --mca coll ^weft
+else
+    echo "FAIL: $build/.libs/mca_coll_weft.so not built"
+    failed=$((failed + 1))
+fi
+
 # A tiny weft send queue: weft refuses sends with -WEFT_EAGAIN all the time, and
 # the MTL's deferred queue must keep order and never block a nonblocking call.
 # check_deferred WHAT: the last run used the deferred queue.
