@@ -40,9 +40,10 @@ extern "C" {
  * weft_fabric_open()), variable-length endpoint addresses, packed remote keys.
  * 2.1: RMA (weft_put*, weft_get*), atomics (weft_atomic*), weft_ep_flush,
  * RMA counters and events, triggered operations (WEFT_TRIGGER).
+ * 2.2: counted tagged operations (WEFT_COUNT, struct weft_count).
  */
 #define WEFT_API_VERSION_MAJOR 2
-#define WEFT_API_VERSION_MINOR 1
+#define WEFT_API_VERSION_MINOR 2
 #define WEFT_API_VERSION WEFT_VERSION(WEFT_API_VERSION_MAJOR, WEFT_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ status codes */
@@ -127,6 +128,9 @@ typedef uint64_t weft_addr_t;
 /** op flag: start only after every earlier RMA and atomic of the endpoint is remotely
  *  complete; later ones wait behind it (SHMEM fence) */
 #define WEFT_FENCE (1ULL << 30)
+/** op flag (tagged sends and receives, also triggered): the context is a struct
+ *  weft_count; the completion adds 1 to its counter instead of writing a CQ entry */
+#define WEFT_COUNT (1ULL << 31)
 
 /** Message ordering bits (weft_ep_attr::msg_order). WEFT_ORDER_SAS: send after
  *  send, messages from one source match in the order they were sent. */
@@ -620,6 +624,20 @@ struct weft_msg_tagged {
     uint64_t data;               /**< remote CQ data (send with WEFT_REMOTE_CQ_DATA) */
 };
 
+/**
+ * Context of an operation posted with WEFT_COUNT (weft_tsendmsg, weft_trecvmsg,
+ * or as the weft_trigger::context of a triggered send): its completion adds 1
+ * to @p cntr and writes no CQ entry, so a schedule can count its own operations
+ * and trigger the next ones on them (docs/rma.md, "Counting completions"). A
+ * failure adds 1 to the counter's error count and writes an error entry whose
+ * op_context is this struct. It must stay valid, and the counter open, until
+ * the operation completes. The endpoint's bound counters count it as usual.
+ */
+struct weft_count {
+    weft_cntr_t *cntr; /**< counter of the operation's domain */
+    void *context;     /**< the application's, not read by weft */
+};
+
 /** Send @p len bytes with @p tag to @p dest. Completion: WEFT_SEND | WEFT_TAGGED. */
 ssize_t weft_tsend(weft_ep_t *ep, const void *buf, size_t len, void *desc, weft_addr_t dest,
                    uint64_t tag, void *context);
@@ -629,7 +647,8 @@ ssize_t weft_tsenddata(weft_ep_t *ep, const void *buf, size_t len, void *desc, u
 /** Send a gather list. */
 ssize_t weft_tsendv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t count,
                     weft_addr_t dest, uint64_t tag, void *context);
-/** Send with flags (WEFT_INJECT, WEFT_REMOTE_CQ_DATA, WEFT_COMPLETION). */
+/** Send with flags (WEFT_INJECT, WEFT_REMOTE_CQ_DATA, WEFT_COMPLETION, WEFT_TRIGGER, WEFT_COUNT).
+ */
 ssize_t weft_tsendmsg(weft_ep_t *ep, const struct weft_msg_tagged *msg, uint64_t flags);
 /** Send up to WEFT_OPT_INJECT_SIZE bytes; the buffer is reusable on return; no completion. */
 ssize_t weft_tinject(weft_ep_t *ep, const void *buf, size_t len, weft_addr_t dest, uint64_t tag);
@@ -650,6 +669,8 @@ ssize_t weft_trecvv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t 
 
 /**
  * Receive with flags.
+ * - WEFT_COUNT: msg->context is a struct weft_count (completion counted, no CQ
+ *   entry); not with PEEK, CLAIM or DISCARD.
  * - WEFT_PEEK: look for a matching unexpected message. Found: a completion with
  *   its length, tag and data (no data copied). Not found: an error completion
  *   with err = WEFT_ENOMSG.

@@ -1311,11 +1311,19 @@ ssize_t weft_ep_recvv_cost(weft_ep_t *ep, const struct iovec *iov, size_t count)
 ssize_t weft_tsendmsg(weft_ep_t *ep, const weft_msg_tagged *msg, uint64_t flags)
 {
     constexpr std::uint64_t ok_flags =
-        WEFT_INJECT | WEFT_REMOTE_CQ_DATA | WEFT_COMPLETION | WEFT_TRIGGER;
+        WEFT_INJECT | WEFT_REMOTE_CQ_DATA | WEFT_COMPLETION | WEFT_TRIGGER | WEFT_COUNT;
     if (ep == nullptr || !ep->enabled || msg == nullptr || (flags & ~ok_flags) != 0 ||
         msg->iov_count > proto::max_iov || (msg->msg_iov == nullptr && msg->iov_count != 0))
         [[unlikely]] {
         return -WEFT_EINVAL;
+    }
+    if ((flags & WEFT_COUNT) != 0) [[unlikely]] {
+        const void *c = (flags & WEFT_TRIGGER) != 0 && msg->context != nullptr
+                            ? static_cast<const weft_trigger *>(msg->context)->context
+                            : msg->context;
+        if ((flags & WEFT_INJECT) != 0 || !weft::core::count_context_ok(ep, c, __func__)) {
+            return -WEFT_EINVAL;
+        }
     }
     std::size_t len = 0;
     if (!iov_total(msg->msg_iov, msg->iov_count, len) || len > ep->info.ep_attr.max_msg_size ||
@@ -1408,11 +1416,18 @@ ssize_t weft_trecvv(weft_ep_t *ep, const struct iovec *iov, void **desc, size_t 
 
 ssize_t weft_trecvmsg(weft_ep_t *ep, const weft_msg_tagged *msg, uint64_t flags)
 {
-    constexpr std::uint64_t ok_flags = WEFT_PEEK | WEFT_CLAIM | WEFT_DISCARD | WEFT_COMPLETION;
+    constexpr std::uint64_t ok_flags =
+        WEFT_PEEK | WEFT_CLAIM | WEFT_DISCARD | WEFT_COMPLETION | WEFT_COUNT;
     if (ep == nullptr || !ep->enabled || msg == nullptr || (flags & ~ok_flags) != 0 ||
         msg->iov_count > proto::max_iov || (msg->msg_iov == nullptr && msg->iov_count != 0))
         [[unlikely]] {
         return -WEFT_EINVAL;
+    }
+    if ((flags & WEFT_COUNT) != 0) [[unlikely]] {
+        if ((flags & (WEFT_PEEK | WEFT_CLAIM | WEFT_DISCARD)) != 0 ||
+            !weft::core::count_context_ok(ep, msg->context, __func__)) {
+            return -WEFT_EINVAL;
+        }
     }
     std::size_t len = 0;
     if (!iov_total(msg->msg_iov, msg->iov_count, len)) [[unlikely]] {

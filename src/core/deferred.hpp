@@ -104,6 +104,10 @@ void fill_rma_public(deferred_op *op, const rma_desc &d);
 void fire_cntr_public(proto::trigger *t);
 /// A counter closes: its armed counter operations are cancelled (never done).
 void cancel_cntr_ops(weft_cntr *c);
+/// A WEFT_COUNT operation's context: a struct weft_count naming a live counter
+/// of the endpoint's domain (logs why not, naming `func`).
+[[nodiscard]] bool count_context_ok(const weft_ep *ep, const void *context, const char *func);
+
 /// weft_tsendmsg with WEFT_TRIGGER: `a.context` is the struct weft_trigger.
 [[nodiscard]] int post_tsend_triggered(weft_ep *ep, const proto::send_args &a);
 

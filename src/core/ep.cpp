@@ -219,9 +219,16 @@ constexpr ep_ops ops_locked{
 
 std::atomic<std::uint32_t> next_ep_id{0};
 
+/// A WEFT_COUNT operation's counter (validated when it was posted).
+proto::counter *counter_of_count(void *context)
+{
+    return &static_cast<weft_count *>(context)->cntr->counter;
+}
+
 proto::completion_sink make_sink(weft_cq *cq, std::uint64_t cq_flags, weft_cntr *cntr)
 {
     proto::completion_sink s;
+    s.count_of = &counter_of_count;
     if (cq != nullptr) {
         s.cq = cq;
         s.write = cq->write_fn;

@@ -197,7 +197,7 @@ void fail_op(weft_ep *ep, deferred_op *op, int err)
                               op->data,
                               op->tag,
                               op->kind == deferred_kind::tsend ? op->dest : op->key.peer};
-    sink.failure(c, {err, 0, 0});
+    sink.fail(c, {err, 0, 0}, op->flags);
     delete op;
 }
 
@@ -317,6 +317,19 @@ void cancel_cntr_ops(weft_cntr *c)
             delete op;
         }
     }
+}
+
+bool count_context_ok(const weft_ep *ep, const void *context, const char *func)
+{
+    const auto *c = static_cast<const weft_count *>(context);
+    if (c == nullptr || !WEFT_LIVE(c->cntr) || c->cntr->domain != ep->domain) {
+        WEFT_LOG(core, error,
+                 "%s: WEFT_COUNT needs a struct weft_count naming a counter of the endpoint's "
+                 "domain as the operation's context",
+                 func);
+        return false;
+    }
+    return true;
 }
 
 int post_tsend_triggered(weft_ep *ep, const proto::send_args &a)

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "proto/counter.hpp"
+#include "weft/weft.h"
 
 namespace weft::proto {
 
@@ -35,6 +36,9 @@ struct completion_sink {
     void *cq = nullptr;       ///< nullptr: no CQ bound
     counter *cntr = nullptr;  ///< counter of successes and errors, or nullptr
     bool selective = false;   ///< completions only for operations flagged WEFT_COMPLETION
+    /// The counter of a WEFT_COUNT operation's context (a struct weft_count,
+    /// whose counter handle only core can resolve).
+    counter *(*count_of)(void *context) = nullptr;
 
     [[gnu::always_inline]] void success(const completion &c, bool wanted) const
     {
@@ -43,6 +47,34 @@ struct completion_sink {
         }
         if (cntr != nullptr) {
             cntr->add(1);  // every increment goes through the counter's triggers
+        }
+    }
+
+    /// An operation posted with WEFT_COUNT completed: its own counter counts
+    /// it (through that counter's triggers), no CQ entry.
+    void counted(void *context) const
+    {
+        count_of(context)->add(1);
+        if (cntr != nullptr) {
+            cntr->add(1);
+        }
+    }
+
+    /// ... failed: its counter's error count, and the error entry as for any operation.
+    [[gnu::cold]] void counted_failure(const completion &c, const completion_error &e) const
+    {
+        count_of(c.context)->add_error(1);
+        failure(c, e);
+    }
+
+    /// Success or failure of an operation posted with `op_flags`.
+    [[gnu::cold]] void fail(const completion &c, const completion_error &e,
+                            std::uint64_t op_flags) const
+    {
+        if ((op_flags & WEFT_COUNT) != 0) {
+            counted_failure(c, e);
+        } else {
+            failure(c, e);
         }
     }
 

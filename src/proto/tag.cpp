@@ -125,6 +125,10 @@ tag_module::~tag_module()
 
 void tag_module::complete_send(void *context, std::uint64_t op_flags, std::uint64_t tag)
 {
+    if ((op_flags & WEFT_COUNT) != 0) [[unlikely]] {
+        ch_.tx.counted(context);
+        return;
+    }
     const bool wanted =
         (op_flags & WEFT_INJECT) == 0 && (!ch_.tx.selective || (op_flags & WEFT_COMPLETION) != 0);
     ch_.tx.success({context, send_flags, 0, nullptr, 0, tag, 0}, wanted);
@@ -352,9 +356,9 @@ void tag_module::eager_sent(channel &, send_request *req)
 void tag_module::send_failed(channel &ch, send_request *req, int err)
 {
     auto *r = static_cast<tag_send *>(req);
-    ch.tx.failure({r->context, send_flags, 0, nullptr, r->data, r->tag,
-                   r->peer != nullptr ? r->peer->index : WEFT_ADDR_NOTAVAIL},
-                  {err, 0, 0});
+    ch.tx.fail({r->context, send_flags, 0, nullptr, r->data, r->tag,
+                r->peer != nullptr ? r->peer->index : WEFT_ADDR_NOTAVAIL},
+               {err, 0, 0}, r->op_flags);
     r->module->free_send(r);
 }
 
@@ -472,9 +476,13 @@ void tag_module::on_message(rx_context &rx, std::uint64_t tag, std::uint64_t dat
             } else {
                 std::memcpy(r->iov[0].iov_base, payload, len);
             }
-            ch_.rx.success({r->context, recv_flags | flags, len, r->iov[0].iov_base, data, tag,
-                            reported_src(s->av)},
-                           !ch_.rx.selective || (r->op_flags & WEFT_COMPLETION) != 0);
+            if ((r->op_flags & WEFT_COUNT) != 0) [[unlikely]] {
+                ch_.rx.counted(r->context);
+            } else {
+                ch_.rx.success({r->context, recv_flags | flags, len, r->iov[0].iov_base, data, tag,
+                                reported_src(s->av)},
+                               !ch_.rx.selective || (r->op_flags & WEFT_COMPLETION) != 0);
+            }
             put_recv(r);  // (no rendezvous state on this path)
             return;
         }
@@ -840,6 +848,11 @@ void tag_module::complete_recv(recv_request *r)
         fail_recv(r, WEFT_ETRUNC, r->total - r->capacity);
         return;
     }
+    if ((r->op_flags & WEFT_COUNT) != 0) [[unlikely]] {
+        ch_.rx.counted(r->context);
+        free_recv(r);
+        return;
+    }
     const bool wanted = !ch_.rx.selective || (r->op_flags & WEFT_COMPLETION) != 0;
     ch_.rx.success({r->context, recv_flags | r->msg_flags, r->total, r->iov[0].iov_base,
                     r->msg_data, r->msg_tag, reported_src(r->msg_src)},
@@ -850,10 +863,10 @@ void tag_module::complete_recv(recv_request *r)
 void tag_module::fail_recv(recv_request *r, int err, std::size_t olen)
 {
     const std::size_t len = err == WEFT_ETRUNC ? r->capacity : 0;
-    ch_.rx.failure(
+    ch_.rx.fail(
         {r->context, recv_flags | r->msg_flags, len, r->iovcnt > 0 ? r->iov[0].iov_base : nullptr,
          r->msg_data, r->msg_tag, reported_src(r->msg_src)},
-        {err, 0, olen});
+        {err, 0, olen}, r->op_flags);
     free_recv(r);
 }
 

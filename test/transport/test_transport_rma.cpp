@@ -1154,6 +1154,149 @@ TEST_P(transport_rma, closing_the_endpoint_cancels_pending_triggers)
         opt));
 }
 
+// WEFT_COUNT: a ping-pong chain of 20 laps, small and rendezvous-sized, run
+// from progress alone: every receive is posted up front and counted, every
+// send but the first is triggered by the receive count and counted itself, no
+// CQ entry is written. Logical rank 1 forwards what it got; rank 0 forwards
+// what came back, so the payload must survive every lap.
+TEST_P(transport_rma, counted_operations_chain_from_progress_alone)
+{
+    weft::test::run_options opt;
+    opt.timeout_s = 120;
+    ASSERT_TRUE(run(
+        2,
+        [](rank_ctx &c) {
+            constexpr int laps = 20;
+            for (const std::size_t len : {std::size_t(8), std::size_t(256) << 10}) {
+                struct side {
+                    weft_cntr_t *recvd = nullptr;
+                    weft_cntr_t *sent = nullptr;
+                    std::vector<std::vector<std::uint8_t>> buf;
+                    std::vector<weft_count> rc;
+                    std::vector<weft_count> sc;
+                };
+                side s[2];
+                auto tag_to = [](int r) { return std::uint64_t(500 + r); };
+                std::vector<std::uint8_t> payload(len);
+                weft::test::fill_pattern(payload.data(), len, len);
+                for (int r = 0; r < 2; ++r) {
+                    if (!c.plays(r)) {
+                        continue;
+                    }
+                    side &me = s[r];
+                    WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &me.recvd));
+                    WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &me.sent));
+                    me.buf.assign(laps, std::vector<std::uint8_t>(len, 0));
+                    me.rc.resize(laps);
+                    me.sc.resize(laps);
+                    for (int j = 0; j < laps; ++j) {
+                        me.rc[std::size_t(j)] = {me.recvd, op_ctx(6000 + std::uint64_t(j))};
+                        me.sc[std::size_t(j)] = {me.sent, op_ctx(7000 + std::uint64_t(j))};
+                        const iovec iov{me.buf[std::size_t(j)].data(), len};
+                        const weft_msg_tagged m{
+                            &iov, nullptr, 1, c.peer(1 - r), tag_to(r), 0, &me.rc[std::size_t(j)],
+                            0};
+                        POST("counted recv", weft_trecvmsg(c.ep, &m, WEFT_COUNT));
+                    }
+                }
+                c.barrier();  // every receive is posted before any send
+                for (int r = 0; r < 2; ++r) {
+                    if (!c.plays(r)) {
+                        continue;
+                    }
+                    side &me = s[r];
+                    // Rank 1 sends lap j once it received lap j; rank 0 sends lap
+                    // j >= 1 once lap j - 1 came back.
+                    for (int j = r == 0 ? 1 : 0; j < laps; ++j) {
+                        const int from = r == 0 ? j - 1 : j;
+                        const iovec iov{me.buf[std::size_t(from)].data(), len};
+                        const weft_trigger t{me.recvd, std::uint64_t(from + 1),
+                                             &me.sc[std::size_t(j)]};
+                        const weft_msg_tagged m{&iov,
+                                                nullptr,
+                                                1,
+                                                c.peer(1 - r),
+                                                tag_to(1 - r),
+                                                0,
+                                                const_cast<weft_trigger *>(&t),
+                                                0};
+                        POST("triggered counted send",
+                             weft_tsendmsg(c.ep, &m, WEFT_TRIGGER | WEFT_COUNT));
+                    }
+                }
+                if (c.plays(0)) {
+                    const iovec iov{payload.data(), len};
+                    const weft_msg_tagged m{&iov,      nullptr, 1,           c.peer(1),
+                                            tag_to(1), 0,       &s[0].sc[0], 0};
+                    POST("first counted send", weft_tsendmsg(c.ep, &m, WEFT_COUNT));
+                }
+                for (int r = 0; r < 2; ++r) {
+                    if (!c.plays(r)) {
+                        continue;
+                    }
+                    // The counters are bound to no endpoint: progress drives the chain.
+                    for (long spins = 0;
+                         weft_cntr_read(s[r].recvd) < laps || weft_cntr_read(s[r].sent) < laps;
+                         ++spins) {
+                        WEFT_TCHECK_MSG(spins < 200000000, "the chain stalled");
+                        (void)weft_ep_progress(c.ep);
+                    }
+                    WEFT_TCHECK_EQ(weft_cntr_readerr(s[r].recvd), std::uint64_t{0});
+                    for (int j = 0; j < laps; ++j) {
+                        WEFT_TCHECK_MSG(
+                            std::memcmp(s[r].buf[std::size_t(j)].data(), payload.data(), len) == 0,
+                            "rank " + std::to_string(r) + " lap " + std::to_string(j) + " of " +
+                                std::to_string(len) + " bytes");
+                    }
+                }
+                c.poll();
+                WEFT_TCHECK_EQ(c.pending().size(), std::size_t{0});  // counted: no CQ entries
+                c.barrier();
+                for (auto &x : s) {
+                    if (x.recvd != nullptr) {
+                        WEFT_TCHECK_OK(weft_cntr_close(x.recvd));
+                        WEFT_TCHECK_OK(weft_cntr_close(x.sent));
+                    }
+                }
+            }
+        },
+        opt));
+}
+
+// WEFT_COUNT misuse is refused: no context, a closed counter, with inject, with
+// peek; a canceled counted receive counts an error and reports its struct.
+TEST_P(transport_rma, counted_operations_refuse_bad_contexts)
+{
+    weft::test::run_options opt;
+    opt.allow_log_errors = true;
+    ASSERT_TRUE(run(
+        1,
+        [](rank_ctx &c) {
+            weft_cntr_t *k = nullptr;
+            WEFT_TCHECK_OK(weft_cntr_open(c.domain, nullptr, &k));
+            std::uint64_t v = 0;
+            const iovec iov{&v, sizeof(v)};
+            weft_msg_tagged m{&iov, nullptr, 1, c.peer(0), 9, 0, nullptr, 0};
+            WEFT_TCHECK_EQ(weft_tsendmsg(c.ep, &m, WEFT_COUNT), -WEFT_EINVAL);
+            WEFT_TCHECK_EQ(weft_trecvmsg(c.ep, &m, WEFT_COUNT), -WEFT_EINVAL);
+            weft_count bad{nullptr, nullptr};
+            m.context = &bad;
+            WEFT_TCHECK_EQ(weft_trecvmsg(c.ep, &m, WEFT_COUNT), -WEFT_EINVAL);
+            weft_count good{k, op_ctx(1)};
+            m.context = &good;
+            WEFT_TCHECK_EQ(weft_tsendmsg(c.ep, &m, WEFT_COUNT | WEFT_INJECT), -WEFT_EINVAL);
+            WEFT_TCHECK_EQ(weft_trecvmsg(c.ep, &m, WEFT_COUNT | WEFT_PEEK), -WEFT_EINVAL);
+            // Canceled: the counter's error count, and an error entry naming the struct.
+            WEFT_TCHECK_OK(weft_trecvmsg(c.ep, &m, WEFT_COUNT));
+            WEFT_TCHECK_OK(weft_cancel(c.ep, &good));
+            WEFT_TCHECK_EQ(c.wait_err(&good).err, WEFT_ECANCELED);
+            WEFT_TCHECK_EQ(weft_cntr_readerr(k), std::uint64_t{1});
+            WEFT_TCHECK_EQ(weft_cntr_read(k), std::uint64_t{0});
+            WEFT_TCHECK_OK(weft_cntr_close(k));
+        },
+        opt));
+}
+
 }  // namespace
 
 WEFT_TRANSPORT_SUITE(transport_rma);
