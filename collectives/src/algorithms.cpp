@@ -907,7 +907,63 @@ int plan(request &r)
             return -WEFT_EINVAL;
     }
     r.algorithm = alg;
-    return b.failed() ? -WEFT_ENOMEM : 0;
+    if (b.failed()) {
+        return -WEFT_ENOMEM;
+    }
+    check_triggerable(r);
+    return 0;
+}
+
+void check_triggerable(request &r)
+{
+    r.triggerable = false;
+    if (r.steps.size() > 4096) {
+        return;  // the check is quadratic; such schedules run in the direct form
+    }
+    // Element sizes are not known here for combine steps: any schedule with
+    // a combine step is not triggered (reductions reuse their temporary
+    // buffers from round to round anyway).
+    for (const step &s : r.steps) {
+        if (s.kind == step_kind::combine) {
+            return;
+        }
+    }
+    auto overlap = [](const void *a, std::size_t alen, const void *b, std::size_t blen) {
+        if (a == nullptr || b == nullptr || alen == 0 || blen == 0) {
+            return false;
+        }
+        const auto *x = static_cast<const char *>(a);
+        const auto *y = static_cast<const char *>(b);
+        return x < y + blen && y < x + alen;
+    };
+    for (std::uint32_t k = 0; k < r.rounds.size(); ++k) {
+        for (std::uint32_t i = r.rounds[k].comm; i < r.rounds[k].local; ++i) {
+            const step &rv = r.steps[i];
+            if (rv.kind != step_kind::recv) {
+                continue;
+            }
+            for (std::uint32_t j = 0; j < r.rounds[k].end; ++j) {
+                if (j == i || (j >= r.rounds[k].local)) {
+                    continue;  // itself; its own round's local steps run after it
+                }
+                const step &o = r.steps[j];
+                const bool writes = o.kind != step_kind::send;
+                const bool reads = o.kind != step_kind::recv;
+                if ((writes && overlap(rv.dst, rv.len, o.dst, o.len)) ||
+                    (reads && overlap(rv.dst, rv.len, o.src, o.len))) {
+                    return;
+                }
+            }
+            // Later rounds' receives into the same bytes.
+            for (std::uint32_t j = r.rounds[k].local; j < r.steps.size(); ++j) {
+                const step &o = r.steps[j];
+                if (o.kind == step_kind::recv && overlap(rv.dst, rv.len, o.dst, o.len)) {
+                    return;
+                }
+            }
+        }
+    }
+    r.triggerable = true;
 }
 
 }  // namespace weft::coll

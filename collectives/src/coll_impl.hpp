@@ -90,6 +90,17 @@ struct weft_coll_request {
     int status = 0;                 ///< 0, or the first error of the run
     bool kept = false;              ///< owned by the group's cache (weft_coll)
     bool blocked = false;           ///< on the context's blocked list (a post said EAGAIN)
+
+    // Triggered form (docs/collectives.md, "Triggered schedules"): every
+    // operation is posted at start, counted on its round's counter; a round's
+    // sends are armed on the previous round's counter reaching `full`.
+    bool triggerable = false;          ///< the schedule allows it (no buffer hazard)
+    bool triggered = false;            ///< this run is in the triggered form
+    std::vector<weft_cntr_t *> cntrs;  ///< by round
+    std::vector<std::uint64_t> full;   ///< by round: its counter's value when it is done
+    std::vector<weft_count> counts;    ///< by step (communication steps)
+    std::uint32_t local_round = 0;     ///< next round whose local steps may be due
+    ~weft_coll_request();
 };
 
 /// The library's endpoint and what it knows about peers.
@@ -107,6 +118,10 @@ struct weft_coll_context {
     std::size_t groups = 0;
     std::vector<request *> blocked;  ///< requests with steps left to post after EAGAIN
     long spins_before_yield = 1 << 20;
+    /// WEFT_COLL_TRIGGERED: 0 never, 1 always (where the schedule allows),
+    /// 2 (auto) for requests the caller starts (nonblocking, persistent).
+    int triggered_mode = 2;
+    std::vector<request *> watched;       ///< active triggered requests
     void (*wait_hook)(void *) = nullptr;  ///< called by waits with nothing to do
     void *wait_arg = nullptr;
 
@@ -121,6 +136,11 @@ struct weft_coll_context {
     std::size_t cache_size = 16;
 
     int progress();
+    /// Start a run in the triggered form: post every operation at once.
+    void start_triggered(request &r);
+    /// Run due local steps of a triggered request; finish it when done.
+    /// Returns whether it moved.
+    bool watch(request &r);
     /// Post what is left of the request's current round; run rounds whose
     /// operations are all complete. Returns when the request waits for the network.
     void advance(request &r);
@@ -144,6 +164,12 @@ struct weft_coll_group {
 
 namespace weft::coll {
 using request = ::weft_coll_request;
+
+/// Whether the schedule may run triggered: every receive's buffer is touched
+/// by no step of an earlier round, no other communication step of its round
+/// and no other receive (its data may land as soon as its sender's round
+/// fires, before this member's earlier rounds are done). Sets r.triggerable.
+void check_triggerable(request &r);
 
 /// Fill the request's schedule for its (validated) arguments. Returns 0 or
 /// -WEFT_EINVAL (an algorithm that does not apply, logged) or -WEFT_ENOMEM.

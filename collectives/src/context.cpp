@@ -16,6 +16,30 @@
 namespace weft::coll {
 namespace {
 
+/// The WEFT_COLL_* variables this library reads (docs/collectives.md).
+constexpr const char *known_vars[] = {
+    "WEFT_COLL_BCAST_LARGE",          "WEFT_COLL_ALLREDUCE_SMALL", "WEFT_COLL_ALLREDUCE_RING",
+    "WEFT_COLL_ALLGATHER_SMALL",      "WEFT_COLL_ROOTED_SMALL",    "WEFT_COLL_ALLTOALL_SMALL",
+    "WEFT_COLL_REDUCE_SCATTER_SMALL", "WEFT_COLL_CACHE",           "WEFT_COLL_TRIGGERED"};
+
+/// Warn about WEFT_COLL_* variables that are none of ours (a typo would
+/// otherwise be ignored silently).
+void check_environment()
+{
+    for (char **e = environ; e != nullptr && *e != nullptr; ++e) {
+        const std::string entry(*e);
+        if (entry.rfind("WEFT_COLL_", 0) != 0) {
+            continue;
+        }
+        const std::string name = entry.substr(0, entry.find('='));
+        if (std::find_if(std::begin(known_vars), std::end(known_vars),
+                         [&](const char *k) { return name == k; }) == std::end(known_vars)) {
+            log("warn", "%s is not a variable of the collectives library (docs/collectives.md)",
+                name.c_str());
+        }
+    }
+}
+
 std::size_t env_size(const char *name, std::size_t dflt)
 {
     const char *v = std::getenv(name);
@@ -298,6 +322,127 @@ void weft_coll_context::advance(request &r)
     --r.grp->active;
 }
 
+weft_coll_request::~weft_coll_request()
+{
+    for (weft_cntr_t *k : cntrs) {
+        if (weft_cntr_close(k) != 0) {  // a failed run left triggers armed on it
+            log("warn", "%s: a counter of a failed run stays open", weft_coll_type_name(args.type));
+        }
+    }
+}
+
+// Triggered form. Round k's operations count on counter k. Round k > 0 gets
+// one more count when round k - 1 is full (a counter operation armed on it), so
+// counter k full means every round up to k is done, whatever order messages
+// arrive in; a round with local steps gets one more when the library has run
+// them. Round k's sends are armed on counter k - 1 being full.
+void weft_coll_context::start_triggered(request &r)
+{
+    const auto nrounds = std::uint32_t(r.rounds.size());
+    if (r.cntrs.empty()) {  // first run: the counters and their targets
+        r.cntrs.assign(nrounds, nullptr);
+        r.full.assign(nrounds, 0);
+        r.counts.resize(r.steps.size());
+        for (std::uint32_t k = 0; k < nrounds; ++k) {
+            const int rc = weft_cntr_open(domain, nullptr, &r.cntrs[k]);
+            if (rc != 0) {
+                log("error", "%s: opening a counter failed: %s", weft_coll_type_name(r.args.type),
+                    weft_strerror(rc));
+                r.status = rc;
+                r.cntrs.resize(k);
+                return;
+            }
+            const round_range &rr = r.rounds[k];
+            r.full[k] = (rr.local - rr.comm) + (k > 0 ? 1 : 0) + (rr.end > rr.local ? 1 : 0);
+            for (std::uint32_t i = rr.comm; i < rr.local; ++i) {
+                r.counts[i] = {r.cntrs[k], &r};
+            }
+        }
+    }
+    for (weft_cntr_t *k : r.cntrs) {
+        weft_cntr_set(k, 0);
+    }
+    r.local_round = 0;
+    for (std::uint32_t k = 0; k < nrounds && r.status == 0; ++k) {
+        const round_range &rr = r.rounds[k];
+        if (k > 0) {
+            const weft_trigger t{r.cntrs[k - 1], r.full[k - 1], nullptr};
+            const int rc = weft_cntr_add_triggered(r.cntrs[k], 1, &t);
+            if (rc != 0) {
+                r.status = rc;
+                break;
+            }
+        }
+        for (std::uint32_t i = rr.comm; i < rr.local; ++i) {
+            const step &s = r.steps[i];
+            const weft_addr_t peer = r.grp->addrs[s.peer];
+            iovec iov{const_cast<void *>(s.kind == step_kind::send ? s.src : s.dst), s.len};
+            ssize_t rc;
+            if (s.kind == step_kind::recv) {
+                const weft_msg_tagged m{&iov, nullptr, 1, peer, r.tag, 0, &r.counts[i], 0};
+                rc = weft_trecvmsg(ep, &m, WEFT_COUNT);
+            } else if (k == 0) {
+                const weft_msg_tagged m{&iov, nullptr, 1, peer, r.tag, 0, &r.counts[i], 0};
+                rc = weft_tsendmsg(ep, &m, WEFT_COUNT);
+            } else {
+                weft_trigger t{r.cntrs[k - 1], r.full[k - 1], &r.counts[i]};
+                const weft_msg_tagged m{&iov, nullptr, 1, peer, r.tag, 0, &t, 0};
+                rc = weft_tsendmsg(ep, &m, WEFT_TRIGGER | WEFT_COUNT);
+            }
+            while (rc == -WEFT_EAGAIN) {  // a full receive queue: let it drain
+                (void)weft_ep_progress(ep);
+                const weft_msg_tagged m{&iov, nullptr, 1, peer, r.tag, 0, &r.counts[i], 0};
+                rc = s.kind == step_kind::recv ? weft_trecvmsg(ep, &m, WEFT_COUNT)
+                                               : weft_tsendmsg(ep, &m, WEFT_COUNT);
+            }
+            if (rc != 0) {
+                log("error", "%s: posting to member %u failed: %s",
+                    weft_coll_type_name(r.args.type), s.peer, weft_strerror(int(rc)));
+                r.status = int(rc);
+                break;
+            }
+        }
+    }
+    watched.push_back(&r);
+}
+
+bool weft_coll_context::watch(request &r)
+{
+    bool moved = false;
+    const auto nrounds = std::uint32_t(r.rounds.size());
+    while (r.status == 0 && r.local_round < nrounds) {
+        const std::uint32_t k = r.local_round;
+        const round_range &rr = r.rounds[k];
+        if (weft_cntr_readerr(r.cntrs[k]) != 0) {
+            r.status = -WEFT_EOTHER;  // the failed operation's error entry says more
+            break;
+        }
+        if (rr.end == rr.local) {  // nothing local: watch the next round
+            if (k + 1 < nrounds) {
+                ++r.local_round;
+                continue;
+            }
+            if (weft_cntr_read(r.cntrs[k]) < r.full[k]) {
+                return moved;
+            }
+            ++r.local_round;
+            break;
+        }
+        if (weft_cntr_read(r.cntrs[k]) < r.full[k] - 1) {
+            return moved;
+        }
+        for (std::uint32_t i = rr.local; i < rr.end; ++i) {
+            run_local(r.steps[i], r.combine);
+        }
+        weft_cntr_add(r.cntrs[k], 1);  // arms round k + 1's sends
+        ++r.local_round;
+        moved = true;
+    }
+    r.st = request::state::done;
+    --r.grp->active;
+    return true;
+}
+
 int weft_coll_context::progress()
 {
     weft_cq_entry entries[32];
@@ -317,6 +462,23 @@ int weft_coll_context::progress()
         if (got == -WEFT_EAVAIL) {
             weft_cq_err_entry e{};
             if (weft_cq_readerr(cq, &e, 0) == 1) {
+                request *counted = nullptr;  // a triggered run's operation: a weft_count
+                for (request *w : watched) {
+                    if (!w->counts.empty() &&
+                        e.op_context >= static_cast<void *>(w->counts.data()) &&
+                        e.op_context < static_cast<void *>(w->counts.data() + w->counts.size())) {
+                        counted = w;
+                    }
+                }
+                if (counted != nullptr) {
+                    log("error", "%s: an operation failed: %s (%s)",
+                        weft_coll_type_name(counted->args.type), weft_strerror(e.err), e.err_str);
+                    if (counted->status == 0) {
+                        counted->status = -e.err;
+                    }
+                    ++seen;
+                    continue;
+                }
                 auto &r = *static_cast<request *>(e.op_context);
                 log("error", "%s: an operation failed: %s (%s)", weft_coll_type_name(r.args.type),
                     weft_strerror(e.err), e.err_str);
@@ -329,6 +491,18 @@ int weft_coll_context::progress()
             return int(got);
         }
         break;
+    }
+    for (std::size_t i = 0; i < watched.size();) {
+        request *w = watched[i];
+        if (watch(*w)) {
+            ++seen;
+        }
+        if (w->st == request::state::done) {
+            watched[i] = watched.back();
+            watched.pop_back();
+        } else {
+            ++i;
+        }
     }
     if (!blocked.empty()) {
         std::vector<request *> retry;
@@ -395,6 +569,7 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
         weft_coll_context_close(c);
         return rc;
     }
+    check_environment();
     c->bcast_large = env_size("WEFT_COLL_BCAST_LARGE", c->bcast_large);
     c->allreduce_small = env_size("WEFT_COLL_ALLREDUCE_SMALL", c->allreduce_small);
     c->allreduce_ring = env_size("WEFT_COLL_ALLREDUCE_RING", c->allreduce_ring);
@@ -403,6 +578,18 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     c->alltoall_small = env_size("WEFT_COLL_ALLTOALL_SMALL", c->alltoall_small);
     c->reduce_scatter_small = env_size("WEFT_COLL_REDUCE_SCATTER_SMALL", c->reduce_scatter_small);
     c->cache_size = env_size("WEFT_COLL_CACHE", c->cache_size);
+    if (const char *t = std::getenv("WEFT_COLL_TRIGGERED"); t != nullptr && *t != '\0') {
+        const std::string v(t);
+        if (v == "0" || v == "never") {
+            c->triggered_mode = 0;
+        } else if (v == "1" || v == "always") {
+            c->triggered_mode = 1;
+        } else if (v == "auto") {
+            c->triggered_mode = 2;
+        } else {
+            log("warn", "WEFT_COLL_TRIGGERED=%s is not never, always or auto; using auto", t);
+        }
+    }
     *out = c;
     return 0;
 }
@@ -594,6 +781,12 @@ int weft_coll_start(weft_coll_request_t *r)
     r->status = 0;
     r->st = request::state::active;
     ++g.active;
+    const int mode = g.ctx->triggered_mode;
+    r->triggered = r->triggerable && (mode == 1 || (mode == 2 && !r->kept));
+    if (r->triggered) {
+        g.ctx->start_triggered(*r);
+        return 0;
+    }
     g.ctx->advance(*r);
     return 0;
 }
@@ -718,6 +911,11 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
         rc = weft_coll_wait(r, -1);
     }
     return rc;
+}
+
+int weft_coll_request_triggered(const weft_coll_request_t *r)
+{
+    return r->triggered ? 1 : 0;
 }
 
 enum weft_coll_algorithm weft_coll_request_algorithm(const weft_coll_request_t *r)

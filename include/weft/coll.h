@@ -200,6 +200,9 @@ int weft_coll_op_valid(enum weft_coll_datatype datatype, enum weft_coll_op op);
 /** Name of an algorithm ("ring", ...) or of a type ("allreduce", ...). */
 const char *weft_coll_algorithm_name(enum weft_coll_algorithm algorithm);
 const char *weft_coll_type_name(enum weft_coll_type type);
+/** Whether @p req's last run was in the triggered form (every operation posted
+ *  at start, chained on counters: docs/collectives.md, "Triggered schedules"). */
+int weft_coll_request_triggered(const weft_coll_request_t *req);
 /** The algorithm weft_coll_init() chose for @p req. */
 enum weft_coll_algorithm weft_coll_request_algorithm(const weft_coll_request_t *req);
 

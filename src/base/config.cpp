@@ -469,7 +469,10 @@ bool config_is_tool_variable(std::string_view name) noexcept
         "WEFT_BUILD_DIR", "WEFT_MTL_DIR", "WEFT_MPIRUN",    "WEFT_MPI_RUN_TIMEOUT",
         "WEFT_PERF",      "WEFT_RXE_VM",  "WEFT_PLOT_WHAT", "WEFT_BUILT_TRANSPORTS",
     };
-    static constexpr std::string_view prefixes[] = {"WEFT_TEST_", "WEFT_PERF_", "WEFT_VERBS_VM_"};
+    // WEFT_COLL_*: read by the collectives library (collectives/), which checks
+    // its own names (docs/collectives.md, "Configuration").
+    static constexpr std::string_view prefixes[] = {"WEFT_TEST_", "WEFT_PERF_", "WEFT_VERBS_VM_",
+                                                    "WEFT_COLL_"};
     for (const std::string_view n : names) {
         if (name == n) {
             return true;

@@ -734,6 +734,37 @@ TEST_P(CollRanks, data_movement_and_barrier_match_the_reference)
         opt));
 }
 
+// The same with every schedule that allows it in the triggered form
+// (WEFT_COLL_TRIGGERED=always: even weft_coll()'s): data movement and barriers.
+TEST_P(CollRanks, data_movement_triggered_matches_the_reference)
+{
+    ASSERT_NE(oob.mem, nullptr);
+    auto *arrivals = reinterpret_cast<std::uint64_t *>(oob.mem + oob_area::slot * 15);
+    *arrivals = 0;
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    ASSERT_TRUE(weft::test::run_ranks(
+        GetParam(), transport(),
+        [&](rank_ctx &c) {
+            setenv("WEFT_COLL_TRIGGERED", "always", 1);  // this child only
+            coll_env e(c, oob.mem);
+            int salt = 100;
+            for (std::size_t blk : {0, 1, 100, 65536}) {
+                check_movement(e, blk, ++salt);
+            }
+            check_barrier(e, arrivals, 50);
+            weft_coll_args a{};
+            a.type = WEFT_COLL_BARRIER;
+            weft_coll_request_t *r = nullptr;
+            WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
+            WEFT_TCHECK_EQ(weft_coll_start(r), 0);
+            WEFT_TCHECK_EQ(weft_coll_request_triggered(r), 1);
+            WEFT_TCHECK_EQ(weft_coll_wait(r, 60000), 0);
+            WEFT_TCHECK_EQ(weft_coll_request_free(r), 0);
+        },
+        opt));
+}
+
 // Persistent requests restart with new buffer contents; several nonblocking
 // collectives of different kinds are in flight at once; weft_coll() reuses
 // its kept schedules (more distinct calls than it keeps, then the first again).
@@ -815,6 +846,13 @@ TEST_P(CollRanks, persistent_and_overlapping_requests)
                 WEFT_TCHECK_EQ(weft_coll_init(e.g, &x[i], &rq[i]), 0);
                 WEFT_TCHECK_EQ(weft_coll_start(rq[i]), 0);
             }
+            // Started by the caller: data movement runs triggered (WEFT_COLL_TRIGGERED
+            // auto); Bruck's alltoall reuses its buffers between rounds, so not it.
+            WEFT_TCHECK_EQ(weft_coll_request_triggered(rq[0]), 1);
+            WEFT_TCHECK_EQ(weft_coll_request_triggered(rq[1]), 1);
+            WEFT_TCHECK_EQ(weft_coll_request_triggered(rq[2]),
+                           weft_coll_request_algorithm(rq[2]) == WEFT_COLL_ALG_BRUCK ? 0 : 1);
+            WEFT_TCHECK_EQ(weft_coll_request_triggered(rq[3]), 1);
             for (int i = 3; i >= 0; --i) {  // waited for in the other order
                 WEFT_TCHECK_EQ(weft_coll_wait(rq[i], 60000), 0);
                 WEFT_TCHECK_EQ(weft_coll_test(rq[i]), 1);
