@@ -257,10 +257,14 @@ fold fold_in(plan_ctx &p, void *acc, std::size_t count, std::byte *tmp)
     return f;
 }
 
-void fold_out(plan_ctx &p, const fold &f, void *acc, std::size_t bytes)
+void fold_out(plan_ctx &p, const fold &f, void *acc, std::size_t bytes, bool fresh = false)
 {
     if (p.me < 2 * f.rem) {
-        if (p.me % 2 == 0) {
+        if (p.me % 2 == 0 && fresh) {  // not into acc, which round 0 sent: may run triggered
+            std::byte *result = p.b.scratch(bytes);
+            p.b.recv(p.me + 1, result, bytes);
+            p.b.copy(acc, result, bytes);
+        } else if (p.me % 2 == 0) {
             p.b.recv(p.me + 1, acc, bytes);
         } else {
             p.b.send(p.me - 1, acc, bytes);
@@ -269,6 +273,10 @@ void fold_out(plan_ctx &p, const fold &f, void *acc, std::size_t bytes)
     }
 }
 
+/// Small schedules get a temporary buffer per round, so that a round's data
+/// may land before the previous round is done: they can run triggered.
+constexpr std::size_t per_round_scratch_limit = 64 * 1024;
+
 void allreduce_recursive_doubling(plan_ctx &p, void *acc, std::size_t count)
 {
     const std::size_t bytes = count * p.es;
@@ -276,7 +284,11 @@ void allreduce_recursive_doubling(plan_ctx &p, void *acc, std::size_t count)
     const fold f = fold_in(p, acc, count, tmp);
     if (f.newrank >= 0) {
         const auto nr = std::uint32_t(f.newrank);
+        const bool fresh = bytes * std::bit_width(f.p2) <= per_round_scratch_limit;
         for (std::uint32_t mask = 1; mask < f.p2; mask <<= 1) {
+            if (fresh && (mask > 1 || f.rem > 0)) {  // (the fold received into the first)
+                tmp = p.b.scratch(bytes);
+            }
             const std::uint32_t np = nr ^ mask;
             p.b.send(f.rank_of(np), acc, bytes);
             p.b.recv(f.rank_of(np), tmp, bytes);
@@ -288,7 +300,7 @@ void allreduce_recursive_doubling(plan_ctx &p, void *acc, std::size_t count)
             p.b.end_round();
         }
     }
-    fold_out(p, f, acc, bytes);
+    fold_out(p, f, acc, bytes, bytes * std::bit_width(f.p2) <= per_round_scratch_limit);
 }
 
 // Rabenseifner: reduce-scatter by recursive halving, then allgather by
@@ -600,6 +612,7 @@ void scan_recursive_doubling(plan_ctx &p, const void *in, void *recv, std::size_
     const std::size_t bytes = count * p.es;
     std::byte *partial = p.b.scratch(bytes);
     std::byte *tmp = p.b.scratch(bytes);
+    const bool fresh = bytes * std::bit_width(p.n) <= per_round_scratch_limit;
     p.b.copy(partial, in, bytes);
     if (!exclusive) {
         p.b.copy(recv, in, bytes);
@@ -610,6 +623,9 @@ void scan_recursive_doubling(plan_ctx &p, const void *in, void *recv, std::size_
         const std::uint32_t peer = p.me ^ mask;
         if (peer >= p.n) {
             continue;
+        }
+        if (fresh && mask > 1) {
+            tmp = p.b.scratch(bytes);
         }
         p.b.send(peer, partial, bytes);
         p.b.recv(peer, tmp, bytes);
@@ -920,14 +936,8 @@ void check_triggerable(request &r)
     if (r.steps.size() > 4096) {
         return;  // the check is quadratic; such schedules run in the direct form
     }
-    // Element sizes are not known here for combine steps: any schedule with
-    // a combine step is not triggered (reductions reuse their temporary
-    // buffers from round to round anyway).
-    for (const step &s : r.steps) {
-        if (s.kind == step_kind::combine) {
-            return;
-        }
-    }
+    const std::size_t es = r.combine != nullptr ? size_of(r.args.datatype) : 1;
+    auto bytes = [&](const step &s) { return s.kind == step_kind::combine ? s.len * es : s.len; };
     auto overlap = [](const void *a, std::size_t alen, const void *b, std::size_t blen) {
         if (a == nullptr || b == nullptr || alen == 0 || blen == 0) {
             return false;
@@ -949,8 +959,9 @@ void check_triggerable(request &r)
                 const step &o = r.steps[j];
                 const bool writes = o.kind != step_kind::send;
                 const bool reads = o.kind != step_kind::recv;
-                if ((writes && overlap(rv.dst, rv.len, o.dst, o.len)) ||
-                    (reads && overlap(rv.dst, rv.len, o.src, o.len))) {
+                if ((writes && overlap(rv.dst, rv.len, o.dst, bytes(o))) ||
+                    (reads && overlap(rv.dst, rv.len, o.src, bytes(o))) ||
+                    (o.kind == step_kind::combine && overlap(rv.dst, rv.len, o.src2, bytes(o)))) {
                     return;
                 }
             }

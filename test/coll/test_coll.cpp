@@ -752,6 +752,32 @@ TEST_P(CollRanks, data_movement_triggered_matches_the_reference)
             for (std::size_t blk : {0, 1, 100, 65536}) {
                 check_movement(e, blk, ++salt);
             }
+            // Reductions whose schedules allow it (binomial reduce, small
+            // recursive doubling allreduce, scan) run triggered too.
+            for (std::size_t count : {1, 7, 300}) {
+                check_reductions<std::int64_t>(e, WEFT_COLL_INT64, "WEFT_COLL_INT64", WEFT_COLL_SUM,
+                                               count, {WEFT_COLL_ALG_RECURSIVE_DOUBLING});
+                check_reductions<double>(e, WEFT_COLL_DOUBLE, "WEFT_COLL_DOUBLE", WEFT_COLL_MIN,
+                                         count, {WEFT_COLL_ALG_RECURSIVE_DOUBLING});
+            }
+            {
+                std::vector<double> x(5, 1.0 + c.rank);
+                std::vector<double> y(5);
+                weft_coll_args a{};
+                a.type = WEFT_COLL_ALLREDUCE;
+                a.datatype = WEFT_COLL_DOUBLE;
+                a.op = WEFT_COLL_SUM;
+                a.count = 5;
+                a.sendbuf = x.data();
+                a.recvbuf = y.data();
+                weft_coll_request_t *r = nullptr;
+                WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
+                WEFT_TCHECK_EQ(weft_coll_start(r), 0);
+                WEFT_TCHECK_EQ(weft_coll_request_triggered(r), 1);
+                WEFT_TCHECK_EQ(weft_coll_wait(r, 60000), 0);
+                WEFT_TCHECK_EQ(y[4], double(c.nranks * (c.nranks + 1) / 2));
+                WEFT_TCHECK_EQ(weft_coll_request_free(r), 0);
+            }
             check_barrier(e, arrivals, 50);
             weft_coll_args a{};
             a.type = WEFT_COLL_BARRIER;
