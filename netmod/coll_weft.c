@@ -23,6 +23,7 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
 #include "opal/class/opal_list.h"
+#include "opal/datatype/opal_convertor.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
@@ -215,13 +216,76 @@ static OBJ_CLASS_INSTANCE(coll_weft_module_t, mca_coll_base_module_t, coll_weft_
                           coll_weft_module_destruct);
 
 /* A nonblocking collective. */
+/* Bytes packed from, or to be unpacked into, a non-contiguous datatype's buffer. */
+typedef struct {
+    void *user;          /* the caller's buffer */
+    size_t count;        /* elements of dt there */
+    ompi_datatype_t *dt; /* NULL: nothing */
+    void *packed;        /* malloc'ed */
+    size_t bytes;
+} coll_weft_packed_t;
+
 typedef struct {
     ompi_request_t super;
     opal_list_item_t item; /* in the component's active list */
     weft_coll_request_t *req;
+    coll_weft_packed_t send; /* freed at completion */
+    coll_weft_packed_t recv; /* unpacked at completion */
 } coll_weft_request_t;
 
 static OBJ_CLASS_INSTANCE(coll_weft_request_t, ompi_request_t, NULL, NULL);
+
+/* Pack `count` elements of dt at buf (send side: the data; receive side: just
+ * the size) into a new buffer. 0, or an MPI error code. */
+static int coll_weft_pack(coll_weft_packed_t *p, const void *buf, size_t count, ompi_datatype_t *dt,
+                          int copy_in)
+{
+    opal_convertor_t conv;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &dt->super, count, buf, 0,
+                                             &conv);
+    size_t bytes = 0;
+    opal_convertor_get_packed_size(&conv, &bytes);
+    p->packed = malloc(bytes > 0 ? bytes : 1);
+    if (NULL == p->packed) {
+        OBJ_DESTRUCT(&conv);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (copy_in && bytes > 0) {
+        struct iovec iov = {p->packed, bytes};
+        uint32_t n = 1;
+        size_t max = bytes;
+        opal_convertor_pack(&conv, &iov, &n, &max);
+    }
+    OBJ_DESTRUCT(&conv);
+    p->user = (void *)buf;
+    p->count = count;
+    p->dt = dt;
+    p->bytes = bytes;
+    return OMPI_SUCCESS;
+}
+
+/* Unpack (when `unpack`) and free. */
+static void coll_weft_unpack(coll_weft_packed_t *p, int unpack)
+{
+    if (NULL == p->dt) {
+        return;
+    }
+    if (unpack && p->bytes > 0) {
+        opal_convertor_t conv;
+        OBJ_CONSTRUCT(&conv, opal_convertor_t);
+        opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &p->dt->super, p->count,
+                                                 p->user, 0, &conv);
+        struct iovec iov = {p->packed, p->bytes};
+        uint32_t n = 1;
+        size_t max = p->bytes;
+        opal_convertor_unpack(&conv, &iov, &n, &max);
+        OBJ_DESTRUCT(&conv);
+    }
+    free(p->packed);
+    p->packed = NULL;
+    p->dt = NULL;
+}
 
 static int coll_weft_progress(void)
 {
@@ -238,6 +302,8 @@ static int coll_weft_progress(void)
         const int rc = weft_coll_test(r->req);
         if (rc != 0) {
             opal_list_remove_item(&c->active, it);
+            coll_weft_unpack(&r->send, 0);
+            coll_weft_unpack(&r->recv, rc == 1);
             r->super.req_status.MPI_ERROR = rc == 1              ? MPI_SUCCESS
                                             : rc == -WEFT_ETRUNC ? MPI_ERR_TRUNCATE
                                                                  : MPI_ERR_INTERN;
@@ -269,13 +335,21 @@ static int coll_weft_request_cancel(ompi_request_t *request, int complete)
     return MPI_ERR_REQUEST; /* collectives cannot be cancelled */
 }
 
-/* Run (request == NULL) or start (*request set) the collective. */
-static int coll_weft_go(coll_weft_module_t *m, const struct weft_coll_args *a,
-                        ompi_request_t **request)
+/* Run (request == NULL) or start (*request set) the collective; `send` and
+ * `recv` (may be NULL) are packed buffers, freed (and unpacked) when done. */
+static int coll_weft_go_packed(coll_weft_module_t *m, const struct weft_coll_args *a,
+                               ompi_request_t **request, coll_weft_packed_t *send,
+                               coll_weft_packed_t *recv)
 {
     int rc;
     if (NULL == request) {
         rc = weft_coll(m->group, a);
+        if (NULL != send) {
+            coll_weft_unpack(send, 0);
+        }
+        if (NULL != recv) {
+            coll_weft_unpack(recv, rc == 0);
+        }
     } else {
         coll_weft_request_t *r = OBJ_NEW(coll_weft_request_t);
         if (NULL == r) {
@@ -286,8 +360,16 @@ static int coll_weft_go(coll_weft_module_t *m, const struct weft_coll_args *a,
             weft_coll_request_free(r->req);
         }
         if (0 != rc) {
+            if (NULL != send) {
+                coll_weft_unpack(send, 0);
+            }
+            if (NULL != recv) {
+                coll_weft_unpack(recv, 0);
+            }
             OBJ_RELEASE(r);
         } else {
+            r->send = NULL != send ? *send : (coll_weft_packed_t){0};
+            r->recv = NULL != recv ? *recv : (coll_weft_packed_t){0};
             OMPI_REQUEST_INIT(&r->super, false);
             r->super.req_type = OMPI_REQUEST_COLL;
             r->super.req_state = OMPI_REQUEST_ACTIVE;
@@ -304,6 +386,12 @@ static int coll_weft_go(coll_weft_module_t *m, const struct weft_coll_args *a,
     return rc == -WEFT_ETRUNC   ? MPI_ERR_TRUNCATE
            : rc == -WEFT_EINVAL ? MPI_ERR_ARG
                                 : MPI_ERR_INTERN;
+}
+
+static int coll_weft_go(coll_weft_module_t *m, const struct weft_coll_args *a,
+                        ompi_request_t **request)
+{
+    return coll_weft_go_packed(m, a, request, NULL, NULL);
 }
 
 /* ------------------------------------------------------------------ types and ops */
@@ -463,20 +551,40 @@ static int do_barrier(struct ompi_communicator_t *comm, coll_weft_module_t *m, o
     return coll_weft_go(m, &a, req);
 }
 
+/* One side (send or receive) of a data-movement collective: where weft reads
+ * or writes `count` elements of dt at buf, packing into a temporary when dt is
+ * not dense (copy_in: its current contents too). Every rank takes weft's path
+ * whatever its datatype, so ranks never disagree about the path. */
+static int coll_weft_side(const void *buf, size_t count, ompi_datatype_t *dt, int copy_in,
+                          coll_weft_packed_t *p, void **ptr, size_t *bytes)
+{
+    memset(p, 0, sizeof(*p));
+    ptrdiff_t shift = 0;
+    const size_t es = coll_weft_bytes(dt, count, 1, &shift);
+    if (es != 0) {
+        *ptr = shifted(buf, shift);
+        *bytes = es * count;
+        return OMPI_SUCCESS;
+    }
+    const int rc = coll_weft_pack(p, buf, count, dt, copy_in);
+    *ptr = p->packed;
+    *bytes = p->bytes;
+    return rc;
+}
+
 static int do_bcast(void *buf, int count, struct ompi_datatype_t *dt, int root,
                     struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
 {
-    ptrdiff_t shift = 0;
-    const size_t es = coll_weft_bytes(dt, (size_t)count, 0, &shift);
-    if (es == 0) {
-        FALLBACK(bcast, "datatype not contiguous", buf, count, dt, root);
-    }
+    const int me = ompi_comm_rank(comm);
+    coll_weft_packed_t p;
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_BCAST);
-    a.recvbuf = shifted(buf, shift);
-    a.count = (size_t)count * es;
+    int rc = coll_weft_side(buf, (size_t)count, dt, me == root, &p, &a.recvbuf, &a.count);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
     a.root = (uint32_t)root;
-    return coll_weft_go(m, &a, req);
+    return coll_weft_go_packed(m, &a, req, me == root ? &p : NULL, me == root ? NULL : &p);
 }
 
 static int do_reduction(enum weft_coll_type type, const void *sbuf, void *rbuf, int count,
@@ -590,19 +698,28 @@ static int do_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sd
                         int rcount, struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
                         coll_weft_module_t *m, ompi_request_t **req)
 {
-    ptrdiff_t ss = 0, rs = 0;
-    const size_t res = BLOCK(rcount * m->size, rdt, 1, &rs);
-    const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(scount, sdt, 0, &ss);
-    if (res == 0 || ses == 0 ||
-        (sbuf != MPI_IN_PLACE && ses * (size_t)scount != res * (size_t)rcount)) {
-        FALLBACK(allgather, "datatype", sbuf, scount, sdt, rbuf, rcount, rdt);
-    }
+    coll_weft_packed_t ps = {0}, pr;
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_ALLGATHER);
-    a.sendbuf = shifted(sbuf, ss);
-    a.recvbuf = shifted(rbuf, rs);
-    a.count = res * (size_t)rcount;
-    return coll_weft_go(m, &a, req);
+    size_t total = 0, mine = 0;
+    void *send = MPI_IN_PLACE;
+    int rc = coll_weft_side(rbuf, (size_t)rcount * (size_t)m->size, rdt, sbuf == MPI_IN_PLACE, &pr,
+                            &a.recvbuf, &total);
+    if (rc == OMPI_SUCCESS && sbuf != MPI_IN_PLACE) {
+        rc = coll_weft_side(sbuf, (size_t)scount, sdt, 1, &ps, &send, &mine);
+    }
+    if (rc != OMPI_SUCCESS) {
+        coll_weft_unpack(&pr, 0);
+        return rc;
+    }
+    a.sendbuf = send;
+    a.count = total / (size_t)m->size;
+    if (sbuf != MPI_IN_PLACE && mine != a.count) {
+        coll_weft_unpack(&ps, 0);
+        coll_weft_unpack(&pr, 0);
+        return MPI_ERR_TRUNCATE; /* type signatures do not match */
+    }
+    return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
 
 static int do_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
@@ -637,32 +754,30 @@ static int do_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdt, 
                      struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
 {
     const int me = ompi_comm_rank(comm);
-    ptrdiff_t ss = 0, rs = 0;
-    size_t bytes;
-    if (me == root) {
-        const size_t res = BLOCK(rcount * m->size, rdt, 1, &rs);
-        const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(scount, sdt, 0, &ss);
-        bytes = res * (size_t)rcount;
-        if (res == 0 || ses == 0 || (sbuf != MPI_IN_PLACE && ses * (size_t)scount != bytes)) {
-            bytes = SIZE_MAX;
-        }
-    } else {
-        const size_t ses = BLOCK(scount, sdt, 0, &ss);
-        bytes = ses == 0 ? SIZE_MAX : ses * (size_t)scount;
-    }
-    /* Every rank must decide alike: a rank whose type weft cannot take cannot
-     * tell the others, so only types the library takes everywhere go to weft
-     * (basic types are; derived ones fall back on every rank alike). */
-    if (bytes == SIZE_MAX) {
-        FALLBACK(gather, "datatype", sbuf, scount, sdt, rbuf, rcount, rdt, root);
-    }
+    coll_weft_packed_t ps = {0}, pr = {0};
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_GATHER);
-    a.sendbuf = shifted(sbuf, ss);
-    a.recvbuf = shifted(rbuf, rs);
-    a.count = bytes;
     a.root = (uint32_t)root;
-    return coll_weft_go(m, &a, req);
+    size_t total = 0, mine = 0;
+    void *send = MPI_IN_PLACE;
+    int rc = OMPI_SUCCESS;
+    if (me == root) {
+        rc = coll_weft_side(rbuf, (size_t)rcount * (size_t)m->size, rdt, sbuf == MPI_IN_PLACE, &pr,
+                            &a.recvbuf, &total);
+        a.count = total / (size_t)m->size;
+    }
+    if (rc == OMPI_SUCCESS && sbuf != MPI_IN_PLACE) {
+        rc = coll_weft_side(sbuf, (size_t)scount, sdt, 1, &ps, &send, &mine);
+        if (me != root) {
+            a.count = mine;
+        }
+    }
+    if (rc != OMPI_SUCCESS) {
+        coll_weft_unpack(&pr, 0);
+        return rc;
+    }
+    a.sendbuf = send;
+    return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
 
 static int do_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
@@ -704,29 +819,30 @@ static int do_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdt,
                       struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
 {
     const int me = ompi_comm_rank(comm);
-    ptrdiff_t ss = 0, rs = 0;
-    size_t bytes;
-    if (me == root) {
-        const size_t ses = BLOCK(scount * m->size, sdt, 1, &ss);
-        const size_t res = rbuf == MPI_IN_PLACE ? ses : BLOCK(rcount, rdt, 0, &rs);
-        bytes = ses * (size_t)scount;
-        if (ses == 0 || res == 0 || (rbuf != MPI_IN_PLACE && res * (size_t)rcount != bytes)) {
-            bytes = SIZE_MAX;
-        }
-    } else {
-        const size_t res = BLOCK(rcount, rdt, 0, &rs);
-        bytes = res == 0 ? SIZE_MAX : res * (size_t)rcount;
-    }
-    if (bytes == SIZE_MAX) {
-        FALLBACK(scatter, "datatype", sbuf, scount, sdt, rbuf, rcount, rdt, root);
-    }
+    coll_weft_packed_t ps = {0}, pr = {0};
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_SCATTER);
-    a.sendbuf = shifted(sbuf, ss);
-    a.recvbuf = shifted(rbuf, rs);
-    a.count = bytes;
     a.root = (uint32_t)root;
-    return coll_weft_go(m, &a, req);
+    size_t total = 0, mine = 0;
+    void *send = NULL, *recv = MPI_IN_PLACE;
+    int rc = OMPI_SUCCESS;
+    if (me == root) {
+        rc = coll_weft_side(sbuf, (size_t)scount * (size_t)m->size, sdt, 1, &ps, &send, &total);
+        a.count = total / (size_t)m->size;
+    }
+    if (rc == OMPI_SUCCESS && rbuf != MPI_IN_PLACE) {
+        rc = coll_weft_side(rbuf, (size_t)rcount, rdt, 0, &pr, &recv, &mine);
+        if (me != root) {
+            a.count = mine;
+        }
+    }
+    if (rc != OMPI_SUCCESS) {
+        coll_weft_unpack(&ps, 0);
+        return rc;
+    }
+    a.sendbuf = send;
+    a.recvbuf = recv;
+    return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
 
 static int do_scatterv(const void *sbuf, const int *scounts, const int *displs,
@@ -768,19 +884,29 @@ static int do_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdt
                        int rcount, struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
                        coll_weft_module_t *m, ompi_request_t **req)
 {
-    ptrdiff_t ss = 0, rs = 0;
-    const size_t res = BLOCK(rcount * m->size, rdt, 1, &rs);
-    const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(scount * m->size, sdt, 1, &ss);
-    if (res == 0 || ses == 0 ||
-        (sbuf != MPI_IN_PLACE && ses * (size_t)scount != res * (size_t)rcount)) {
-        FALLBACK(alltoall, "datatype", sbuf, scount, sdt, rbuf, rcount, rdt);
-    }
+    coll_weft_packed_t ps = {0}, pr;
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_ALLTOALL);
-    a.sendbuf = shifted(sbuf, ss);
-    a.recvbuf = shifted(rbuf, rs);
-    a.count = res * (size_t)rcount;
-    return coll_weft_go(m, &a, req);
+    size_t total = 0, stotal = 0;
+    void *send = MPI_IN_PLACE;
+    const size_t n = (size_t)m->size;
+    int rc = coll_weft_side(rbuf, (size_t)rcount * n, rdt, sbuf == MPI_IN_PLACE, &pr, &a.recvbuf,
+                            &total);
+    if (rc == OMPI_SUCCESS && sbuf != MPI_IN_PLACE) {
+        rc = coll_weft_side(sbuf, (size_t)scount * n, sdt, 1, &ps, &send, &stotal);
+    }
+    if (rc != OMPI_SUCCESS) {
+        coll_weft_unpack(&pr, 0);
+        return rc;
+    }
+    if (sbuf != MPI_IN_PLACE && stotal != total) {
+        coll_weft_unpack(&ps, 0);
+        coll_weft_unpack(&pr, 0);
+        return MPI_ERR_TRUNCATE;
+    }
+    a.sendbuf = send;
+    a.count = total / n;
+    return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
 
 static int do_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,

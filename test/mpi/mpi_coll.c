@@ -256,6 +256,94 @@ static void test_nonblocking(MPI_Comm comm)
     free(r2);
 }
 
+/* Non-contiguous datatypes against contiguous ones (same type signature): a
+ * vector of every other int on even ranks, plain ints on odd ranks, through
+ * bcast, allgather, gather, scatter and alltoall (coll weft packs them). */
+static void test_derived(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int k = 5; /* ints per block */
+    MPI_Datatype vec;
+    CHECK_MPI(MPI_Type_vector(k, 1, 2, MPI_INT, &vec));
+    CHECK_MPI(MPI_Type_commit(&vec));
+    MPI_Datatype blk;
+    CHECK_MPI(MPI_Type_create_resized(vec, 0, (MPI_Aint)(2 * k * sizeof(int)), &blk));
+    CHECK_MPI(MPI_Type_commit(&blk));
+    const int strided = rank % 2 == 0;
+    /* A buffer of n blocks, each k values: strided ranks keep value j of block b
+     * at [b * 2k + 2j], the others at [b * k + j]. */
+    int *buf = calloc((size_t)(size + 1) * 2 * k, sizeof(int));
+    int *two = calloc((size_t)(size + 1) * 2 * k, sizeof(int));
+#define AT(p, b, j) ((p)[strided ? (b)*2 * k + 2 * (j) : (b)*k + (j)])
+#define TYPE (strided ? blk : MPI_INT)
+#define N(blocks) (strided ? (blocks) : (blocks)*k)
+    for (int root = 0; root < size; ++root) {
+        for (int j = 0; j < k; ++j) {
+            AT(buf, 0, j) = rank == root ? 1000 * root + j : -1;
+        }
+        CHECK_MPI(MPI_Bcast(buf, N(1), TYPE, root, comm));
+        for (int j = 0; j < k; ++j) {
+            CHECK(AT(buf, 0, j) == 1000 * root + j, "derived bcast root %d: %d", root,
+                  AT(buf, 0, j));
+        }
+        /* gather: every rank's block at the root */
+        for (int j = 0; j < k; ++j) {
+            AT(two, 0, j) = 100 * rank + j;
+        }
+        memset(buf, 0, (size_t)(size + 1) * 2 * k * sizeof(int));
+        CHECK_MPI(MPI_Gather(two, N(1), TYPE, buf, N(1), TYPE, root, comm));
+        if (rank == root) {
+            for (int b = 0; b < size; ++b) {
+                for (int j = 0; j < k; ++j) {
+                    CHECK(AT(buf, b, j) == 100 * b + j, "derived gather: block %d value %d", b,
+                          AT(buf, b, j));
+                }
+            }
+        }
+        /* scatter: block b of the root's buffer to rank b */
+        for (int b = 0; b < size; ++b) {
+            for (int j = 0; j < k; ++j) {
+                AT(buf, b, j) = rank == root ? 10 * b + j + 7 : -1;
+            }
+        }
+        memset(two, 0, (size_t)(size + 1) * 2 * k * sizeof(int));
+        CHECK_MPI(MPI_Scatter(buf, N(1), TYPE, two, N(1), TYPE, root, comm));
+        for (int j = 0; j < k; ++j) {
+            CHECK(AT(two, 0, j) == 10 * rank + j + 7, "derived scatter: %d", AT(two, 0, j));
+        }
+    }
+    /* allgather, and alltoall (block b of rank r's buffer goes to rank b) */
+    for (int j = 0; j < k; ++j) {
+        AT(two, 0, j) = 31 * rank + j;
+    }
+    CHECK_MPI(MPI_Allgather(two, N(1), TYPE, buf, N(1), TYPE, comm));
+    for (int b = 0; b < size; ++b) {
+        for (int j = 0; j < k; ++j) {
+            CHECK(AT(buf, b, j) == 31 * b + j, "derived allgather: block %d", b);
+        }
+    }
+    for (int b = 0; b < size; ++b) {
+        for (int j = 0; j < k; ++j) {
+            AT(buf, b, j) = 1000 * rank + 10 * b + j;
+        }
+    }
+    CHECK_MPI(MPI_Alltoall(buf, N(1), TYPE, two, N(1), TYPE, comm));
+    for (int b = 0; b < size; ++b) {
+        for (int j = 0; j < k; ++j) {
+            CHECK(AT(two, b, j) == 1000 * b + 10 * rank + j, "derived alltoall: block %d", b);
+        }
+    }
+#undef AT
+#undef TYPE
+#undef N
+    free(buf);
+    free(two);
+    MPI_Type_free(&blk);
+    MPI_Type_free(&vec);
+}
+
 static void run_all(MPI_Comm comm, const char *name)
 {
     char title[128];
@@ -277,6 +365,9 @@ static void run_all(MPI_Comm comm, const char *name)
     snprintf(title, sizeof(title), "nonblocking collectives (%s)", name);
     test_section(title);
     test_nonblocking(comm);
+    snprintf(title, sizeof(title), "strided datatypes against contiguous ones (%s)", name);
+    test_section(title);
+    test_derived(comm);
 }
 
 int main(int argc, char **argv)
