@@ -134,6 +134,7 @@ struct weft_coll_context {
     std::size_t alltoall_small = 256;
     std::size_t reduce_scatter_small = 8 * 1024;
     std::size_t cache_size = 16;
+    std::size_t shm_slot = 16 * 1024;  ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
 
     int progress();
     /// Start a run in the triggered form: post every operation at once.
@@ -146,6 +147,22 @@ struct weft_coll_context {
     void advance(request &r);
     void complete_one(request &r, int err);
 };
+
+namespace weft::coll {
+/// A group's shared-memory stage (collectives/src/shm.cpp): its region and
+/// every member's, mapped.
+struct shm_state {
+    weft_mr_t *mr = nullptr;
+    std::vector<weft_rkey_t *> rkeys;  ///< by member (nullptr: this one)
+    std::vector<std::byte *> peer;     ///< by member: its region, mapped
+    std::size_t slot = 0;              ///< bytes of each of the two data slots
+    std::uint64_t seq = 0;             ///< collectives run on this path
+    shm_state() = default;
+    shm_state(const shm_state &) = delete;
+    shm_state &operator=(const shm_state &) = delete;
+    ~shm_state();
+};
+}  // namespace weft::coll
 
 /// An ordered set of members and the schedules it keeps.
 struct weft_coll_group {
@@ -160,6 +177,7 @@ struct weft_coll_group {
     std::uint32_t node_peers = 1;        ///< members on this process's node (itself included)
     std::size_t active = 0;              ///< requests started and not done
     std::vector<std::unique_ptr<request>> kept;  ///< weft_coll()'s schedules, most recent last
+    std::unique_ptr<weft::coll::shm_state> shm;  ///< the shared-memory stage, or none
 };
 
 namespace weft::coll {
@@ -170,6 +188,17 @@ using request = ::weft_coll_request;
 /// and no other receive (its data may land as soon as its sender's round
 /// fires, before this member's earlier rounds are done). Sets r.triggerable.
 void check_triggerable(request &r);
+
+/// Whether the shared-memory stage runs `a` on `g` (blocking calls, automatic
+/// algorithm, what a member publishes fits a slot).
+bool shm_takes(const group &g, const weft_coll_args &a);
+/// Run `a` (validated) on the shared-memory stage; `combine` for reductions.
+int shm_run(group &g, const weft_coll_args &a, combine_fn combine);
+/// Make the group's shared-memory stage with `slot`-byte slots if every member
+/// maps every other's region (two more out-of-band exchanges, on every member).
+int shm_setup(group &g, std::size_t slot, const weft_coll_oob &oob);
+/// Wait until the members are done with this member's region, and free it.
+void shm_teardown(group &g);
 
 /// Fill the request's schedule for its (validated) arguments. Returns 0 or
 /// -WEFT_EINVAL (an algorithm that does not apply, logged) or -WEFT_ENOMEM.

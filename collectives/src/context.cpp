@@ -17,10 +17,16 @@ namespace weft::coll {
 namespace {
 
 /// The WEFT_COLL_* variables this library reads (docs/collectives.md).
-constexpr const char *known_vars[] = {
-    "WEFT_COLL_BCAST_LARGE",          "WEFT_COLL_ALLREDUCE_SMALL", "WEFT_COLL_ALLREDUCE_RING",
-    "WEFT_COLL_ALLGATHER_SMALL",      "WEFT_COLL_ROOTED_SMALL",    "WEFT_COLL_ALLTOALL_SMALL",
-    "WEFT_COLL_REDUCE_SCATTER_SMALL", "WEFT_COLL_CACHE",           "WEFT_COLL_TRIGGERED"};
+constexpr const char *known_vars[] = {"WEFT_COLL_BCAST_LARGE",
+                                      "WEFT_COLL_ALLREDUCE_SMALL",
+                                      "WEFT_COLL_ALLREDUCE_RING",
+                                      "WEFT_COLL_ALLGATHER_SMALL",
+                                      "WEFT_COLL_ROOTED_SMALL",
+                                      "WEFT_COLL_ALLTOALL_SMALL",
+                                      "WEFT_COLL_REDUCE_SCATTER_SMALL",
+                                      "WEFT_COLL_CACHE",
+                                      "WEFT_COLL_TRIGGERED",
+                                      "WEFT_COLL_SHM_SLOT"};
 
 /// Warn about WEFT_COLL_* variables that are none of ours (a typo would
 /// otherwise be ignored silently).
@@ -247,6 +253,45 @@ int take_args(request &r, const weft_coll_args &a)
         return bad("count differs from recvcounts[rank]");
     }
     return 0;
+}
+
+/// A light check of what the shared-memory stage takes (no allocation): false
+/// sends the call down the general path, which validates and explains.
+bool shm_args_ok(const group &g, const weft_coll_args &a, combine_fn &combine)
+{
+    if (a.type != WEFT_COLL_BARRIER && size_of(a.datatype) == 0) {
+        return false;
+    }
+    if (reduction(a.type)) {
+        combine = combine_of(a.datatype, a.op);
+        if (combine == nullptr) {
+            return false;
+        }
+    }
+    const bool root = rooted(a.type) && a.root == g.rank;
+    if (rooted(a.type) && a.root >= g.size) {
+        return false;
+    }
+    if (a.count > SIZE_MAX / (std::size_t(g.size) + 1) / 64) {
+        return false;
+    }
+    if (a.recvbuf == WEFT_COLL_IN_PLACE && !(root && a.type == WEFT_COLL_SCATTER)) {
+        return false;
+    }
+    if (a.sendbuf == WEFT_COLL_IN_PLACE) {
+        switch (a.type) {
+            case WEFT_COLL_ALLREDUCE:
+            case WEFT_COLL_ALLGATHER:
+            case WEFT_COLL_ALLTOALL:
+                return true;
+            case WEFT_COLL_REDUCE:
+            case WEFT_COLL_GATHER:
+                return root;
+            default:
+                return false;
+        }
+    }
+    return true;
 }
 
 }  // namespace
@@ -578,6 +623,11 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     c->alltoall_small = env_size("WEFT_COLL_ALLTOALL_SMALL", c->alltoall_small);
     c->reduce_scatter_small = env_size("WEFT_COLL_REDUCE_SCATTER_SMALL", c->reduce_scatter_small);
     c->cache_size = env_size("WEFT_COLL_CACHE", c->cache_size);
+    c->shm_slot = env_size("WEFT_COLL_SHM_SLOT", c->shm_slot);
+    if (c->shm_slot > (std::size_t(1) << 30)) {
+        log("warn", "WEFT_COLL_SHM_SLOT=%zu is above 1 GiB; using 1 GiB", c->shm_slot);
+        c->shm_slot = std::size_t(1) << 30;
+    }
     if (const char *t = std::getenv("WEFT_COLL_TRIGGERED"); t != nullptr && *t != '\0') {
         const std::string v(t);
         if (v == "0" || v == "never") {
@@ -639,6 +689,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     struct header {
         std::uint32_t next_id;
         std::uint32_t addr_len;
+        std::uint64_t shm_slot;  ///< its WEFT_COLL_SHM_SLOT: the group uses the smallest
         char node[64];
     };
     const std::size_t rec = sizeof(header) + c->addr_len;
@@ -646,6 +697,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     std::vector<std::byte> all(rec * size);
     header h{};
     h.next_id = c->next_group_id;
+    h.shm_slot = c->shm_slot;
     std::size_t alen = c->addr_len;
     int rc = weft_ep_getname(c->ep, mine.data() + sizeof(header), &alen);
     if (rc != 0) {
@@ -666,6 +718,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     g->addrs.resize(size);
     g->node_of.resize(size);
     std::vector<std::string> nodes;
+    std::size_t shm_slot = c->shm_slot;
     for (std::uint32_t i = 0; i < size; ++i) {
         header hi{};
         std::memcpy(&hi, all.data() + i * rec, sizeof(hi));
@@ -675,6 +728,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
             return -WEFT_EBADMSG;
         }
         g->id = std::max(g->id, hi.next_id);
+        shm_slot = std::min<std::size_t>(shm_slot, hi.shm_slot);
         hi.node[sizeof(hi.node) - 1] = '\0';
         const std::string node(hi.node);
         const auto it = std::find(nodes.begin(), nodes.end(), node);
@@ -711,6 +765,16 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     if (cores > 0 && long(g->node_peers) > cores) {
         c->spins_before_yield = 8;
     }
+    // The shared-memory stage: every member on this node, and a slot size
+    // every member allows (the same decision everywhere: the same data).
+    if (size >= 2 && shm_slot > 0 && nodes.size() == 1) {
+        rc = shm_setup(*g, shm_slot, *oob);
+        if (rc != 0) {
+            log("error", "group creation: the shared-memory exchange failed: %s",
+                weft_strerror(rc));
+            return rc;
+        }
+    }
     ++c->groups;
     *out = g.release();
     return 0;
@@ -724,6 +788,7 @@ int weft_coll_group_destroy(weft_coll_group_t *g)
     if (g->active != 0) {
         return -WEFT_EBUSY;
     }
+    shm_teardown(*g);
     --g->ctx->groups;
     delete g;
     return 0;
@@ -857,6 +922,12 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
 {
     if (g == nullptr || args == nullptr) {
         return -WEFT_EINVAL;
+    }
+    if (shm_takes(*g, *args)) {
+        combine_fn combine = nullptr;
+        if (shm_args_ok(*g, *args, combine)) {
+            return shm_run(*g, *args, combine);
+        }  // else: the general path says what is wrong
     }
     // A kept schedule with the same arguments (the v arrays compared by value).
     auto same = [&](const request &r) {
