@@ -443,12 +443,14 @@ static int coll_weft_datatype(ompi_datatype_t *dt)
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); ++i) {
         if (dt == map[i].mpi) {
-            /* sizes differ between ABIs: trust the table only where they agree */
-            size_t size = 0;
-            ompi_datatype_type_size(dt, &size);
-            return size == weft_coll_datatype_size((enum weft_coll_datatype)map[i].weft)
-                       ? map[i].weft
-                       : -1;
+            /* Elements as laid out in memory (the pair types' extents include
+             * their padding, as the library's structs do); sizes differ between
+             * ABIs: trust the table only where they agree. */
+            ptrdiff_t lb = 0;
+            ptrdiff_t extent = 0;
+            ompi_datatype_get_extent(dt, &lb, &extent);
+            const size_t want = weft_coll_datatype_size((enum weft_coll_datatype)map[i].weft);
+            return lb == 0 && (size_t)extent == want ? map[i].weft : -1;
         }
     }
     return -1;
@@ -476,6 +478,16 @@ static int coll_weft_op(struct ompi_op_t *op)
 /* A reduction's type and op, or nonzero when weft cannot take them. */
 static int coll_weft_reduction(ompi_datatype_t *dt, struct ompi_op_t *op, struct weft_coll_args *a)
 {
+    /* The last pair looked up (programs repeat them): no table walk. */
+    static ompi_datatype_t *last_dt = NULL;
+    static struct ompi_op_t *last_op = NULL;
+    static int last_t = -1;
+    static int last_o = -1;
+    if (dt == last_dt && op == last_op) {
+        a->datatype = (enum weft_coll_datatype)last_t;
+        a->op = (enum weft_coll_op)last_o;
+        return 0;
+    }
     const int t = coll_weft_datatype(dt);
     const int o = coll_weft_op(op);
     if (t < 0 || o < 0 || !weft_coll_op_valid((enum weft_coll_datatype)t, (enum weft_coll_op)o)) {
@@ -483,7 +495,23 @@ static int coll_weft_reduction(ompi_datatype_t *dt, struct ompi_op_t *op, struct
     }
     a->datatype = (enum weft_coll_datatype)t;
     a->op = (enum weft_coll_op)o;
+    last_dt = dt;
+    last_op = op;
+    last_t = t;
+    last_o = o;
     return 0;
+}
+
+/* Why a reduction is passed on (verbose output). */
+static const char *coll_weft_why(ompi_datatype_t *dt, struct ompi_op_t *op)
+{
+    if (coll_weft_op(op) < 0) {
+        return "not one of MPI's predefined reduction ops (user-defined, MPI_REPLACE, MPI_NO_OP)";
+    }
+    if (coll_weft_datatype(dt) < 0) {
+        return "datatype outside the basic C types weft combines";
+    }
+    return "op not defined on the datatype";
 }
 
 /*
@@ -593,14 +621,14 @@ static int do_reduction(enum weft_coll_type type, const void *sbuf, void *rbuf, 
 {
     struct weft_coll_args a;
     coll_weft_args_init(&a, type);
-    ptrdiff_t shift = 0;
-    if (coll_weft_reduction(dt, op, &a) != 0 ||
-        coll_weft_bytes(dt, (size_t)count, 1, &shift) == 0) {
+    /* A type of the table is a predefined one: its elements are dense from the
+     * buffer's start (lb 0, extent == the library's element size). */
+    if (coll_weft_reduction(dt, op, &a) != 0) {
         *fallback = 1;
         return 0;
     }
-    a.sendbuf = shifted(sbuf, shift);
-    a.recvbuf = shifted(rbuf, shift);
+    a.sendbuf = sbuf;
+    a.recvbuf = rbuf;
     a.count = (size_t)count;
     a.root = (uint32_t)root;
     return coll_weft_go(m, &a, req);
@@ -614,7 +642,7 @@ static int do_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
     const int rc =
         do_reduction(WEFT_COLL_ALLREDUCE, sbuf, rbuf, count, dt, op, 0, m, req, &fallback);
     if (fallback) {
-        FALLBACK(allreduce, "type or op", sbuf, rbuf, count, dt, op);
+        FALLBACK(allreduce, coll_weft_why(dt, op), sbuf, rbuf, count, dt, op);
     }
     return rc;
 }
@@ -627,7 +655,7 @@ static int do_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     const int rc =
         do_reduction(WEFT_COLL_REDUCE, sbuf, rbuf, count, dt, op, root, m, req, &fallback);
     if (fallback) {
-        FALLBACK(reduce, "type or op", sbuf, rbuf, count, dt, op, root);
+        FALLBACK(reduce, coll_weft_why(dt, op), sbuf, rbuf, count, dt, op, root);
     }
     return rc;
 }
@@ -639,7 +667,7 @@ static int do_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype
     int fallback = 0;
     const int rc = do_reduction(WEFT_COLL_SCAN, sbuf, rbuf, count, dt, op, 0, m, req, &fallback);
     if (fallback) {
-        FALLBACK(scan, "type or op", sbuf, rbuf, count, dt, op);
+        FALLBACK(scan, coll_weft_why(dt, op), sbuf, rbuf, count, dt, op);
     }
     return rc;
 }
@@ -651,7 +679,7 @@ static int do_exscan(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     int fallback = 0;
     const int rc = do_reduction(WEFT_COLL_EXSCAN, sbuf, rbuf, count, dt, op, 0, m, req, &fallback);
     if (fallback) {
-        FALLBACK(exscan, "type or op", sbuf, rbuf, count, dt, op);
+        FALLBACK(exscan, coll_weft_why(dt, op), sbuf, rbuf, count, dt, op);
     }
     return rc;
 }
@@ -665,7 +693,7 @@ static int do_reduce_scatter_block(const void *sbuf, void *rbuf, int count,
     const int rc = do_reduction(WEFT_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, dt, op, 0, m,
                                 req, &fallback);
     if (fallback) {
-        FALLBACK(reduce_scatter_block, "type or op", sbuf, rbuf, count, dt, op);
+        FALLBACK(reduce_scatter_block, coll_weft_why(dt, op), sbuf, rbuf, count, dt, op);
     }
     return rc;
 }
@@ -678,8 +706,8 @@ static int do_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_REDUCE_SCATTER);
     ptrdiff_t shift = 0;
-    if (coll_weft_reduction(dt, op, &a) != 0 || coll_weft_bytes(dt, 2, 1, &shift) == 0) {
-        FALLBACK(reduce_scatter, "type or op", sbuf, rbuf, rcounts, dt, op);
+    if (coll_weft_reduction(dt, op, &a) != 0) {
+        FALLBACK(reduce_scatter, coll_weft_why(dt, op), sbuf, rbuf, rcounts, dt, op);
     }
     for (int i = 0; i < m->size; ++i) {
         m->arrays[i] = (size_t)rcounts[i];

@@ -157,6 +157,7 @@ struct shm_state {
     std::vector<std::byte *> peer;     ///< by member: its region, mapped
     std::size_t slot = 0;              ///< bytes of each of the two data slots
     std::uint64_t seq = 0;             ///< collectives run on this path
+    std::vector<std::uint64_t> done_seen;  ///< by member: its `done` when last read
     shm_state() = default;
     shm_state(const shm_state &) = delete;
     shm_state &operator=(const shm_state &) = delete;

@@ -80,7 +80,8 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
     long polls = 0;
     auto wait_for = [&](std::uint32_t p, std::size_t off, std::uint64_t want) {
         // acquire: pairs with the owner's release store; its data is visible.
-        while (__atomic_load_n(word(st.peer[p], off), __ATOMIC_ACQUIRE) < want) {
+        std::uint64_t v;
+        while ((v = __atomic_load_n(word(st.peer[p], off), __ATOMIC_ACQUIRE)) < want) {
             // The caller's other traffic must move meanwhile (a member we
             // wait for may itself wait for it, e.g. for credits of ours).
             if ((++polls & 63) == 0 && c.wait_hook != nullptr) {
@@ -94,11 +95,16 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                 sched_yield();
             }
         }
+        return v;
     };
     auto publish = [&](const void *src, std::size_t len) {
         if (s > 2) {
             for (std::uint32_t p = 0; p < n; ++p) {
-                wait_for(p, done_off, s - 2);  // nobody still reads slot s % 2
+                // Nobody still reads slot s % 2. A member's `done` read at an
+                // earlier publish is usually far enough: no cache miss then.
+                if (st.done_seen[p] < s - 2) {
+                    st.done_seen[p] = wait_for(p, done_off, s - 2);
+                }
             }
         }
         if (len != 0) {
@@ -235,6 +241,7 @@ int shm_setup(group &g, std::size_t slot, const weft_coll_oob &oob)
     }
     std::uint32_t ok = rc == 0 ? 1 : 0;
     st->peer.assign(g.size, nullptr);
+    st->done_seen.assign(g.size, 0);
     st->rkeys.assign(g.size, nullptr);
     for (std::uint32_t p = 0; p < g.size && ok != 0; ++p) {
         if (p == g.rank) {

@@ -344,6 +344,72 @@ static void test_derived(MPI_Comm comm)
     MPI_Type_free(&vec);
 }
 
+/* MINLOC and MAXLOC on the pair types (MPI_DOUBLE_INT has padding: size 12,
+ * extent 16), and a passed-on op (MPI_PROD on MPI_INT is weft's; a user op is
+ * the previous module's). */
+static void user_max(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < *len; ++i) {
+        int *a = (int *)in + i, *b = (int *)inout + i;
+        if (*a > *b) {
+            *b = *a;
+        }
+    }
+}
+
+static void test_loc(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    struct {
+        double v;
+        int i;
+    } din[3], dout[3];
+    struct {
+        int v;
+        int i;
+    } iin[3], iout[3];
+    for (int j = 0; j < 3; ++j) {
+        din[j].v = (double)((rank * 7 + j * 3) % 5); /* ties between ranks */
+        din[j].i = rank;
+        iin[j].v = (rank * 5 + j) % 3;
+        iin[j].i = rank;
+    }
+    CHECK_MPI(MPI_Allreduce(din, dout, 3, MPI_DOUBLE_INT, MPI_MINLOC, comm));
+    CHECK_MPI(MPI_Allreduce(iin, iout, 3, MPI_2INT, MPI_MAXLOC, comm));
+    for (int j = 0; j < 3; ++j) {
+        double best = 1e9;
+        int at = -1, ibest = -1, iat = -1;
+        for (int r = 0; r < size; ++r) {
+            const double v = (double)((r * 7 + j * 3) % 5);
+            if (v < best) {
+                best = v;
+                at = r;
+            }
+            const int w = (r * 5 + j) % 3;
+            if (w > ibest) {
+                ibest = w;
+                iat = r;
+            }
+        }
+        CHECK(dout[j].v == best && dout[j].i == at, "MINLOC DOUBLE_INT %d: %g at %d, want %g at %d",
+              j, dout[j].v, dout[j].i, best, at);
+        CHECK(iout[j].v == ibest && iout[j].i == iat, "MAXLOC 2INT %d: %d at %d, want %d at %d", j,
+              iout[j].v, iout[j].i, ibest, iat);
+    }
+    MPI_Op op;
+    CHECK_MPI(MPI_Op_create(user_max, 1, &op));
+    int mine = rank * 3 % 7, got = -1, want = 0;
+    for (int r = 0; r < size; ++r) {
+        want = r * 3 % 7 > want ? r * 3 % 7 : want;
+    }
+    CHECK_MPI(MPI_Allreduce(&mine, &got, 1, MPI_INT, op, comm));
+    CHECK(got == want, "user op: %d, want %d", got, want);
+    MPI_Op_free(&op);
+}
+
 static void run_all(MPI_Comm comm, const char *name)
 {
     char title[128];
@@ -365,6 +431,9 @@ static void run_all(MPI_Comm comm, const char *name)
     snprintf(title, sizeof(title), "nonblocking collectives (%s)", name);
     test_section(title);
     test_nonblocking(comm);
+    snprintf(title, sizeof(title), "MINLOC, MAXLOC, a user op (%s)", name);
+    test_section(title);
+    test_loc(comm);
     snprintf(title, sizeof(title), "strided datatypes against contiguous ones (%s)", name);
     test_section(title);
     test_derived(comm);
