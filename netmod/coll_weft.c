@@ -290,10 +290,12 @@ static void coll_weft_unpack(coll_weft_packed_t *p, int unpack)
 static int coll_weft_progress(void)
 {
     coll_weft_component_t *c = &mca_coll_weft_component;
-    if (opal_list_is_empty(&c->active)) {
-        return 0;
-    }
+    /* Always: a finished collective may still owe a peer the rest of a large
+     * message (its rendezvous), which only this endpoint's progress moves. */
     int n = weft_coll_progress(c->ctx);
+    if (opal_list_is_empty(&c->active)) {
+        return n;
+    }
     opal_list_item_t *it = opal_list_get_first(&c->active);
     while (it != opal_list_get_end(&c->active)) {
         opal_list_item_t *next = opal_list_get_next(it);

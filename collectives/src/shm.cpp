@@ -82,10 +82,14 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
         // acquire: pairs with the owner's release store; its data is visible.
         std::uint64_t v;
         while ((v = __atomic_load_n(word(st.peer[p], off), __ATOMIC_ACQUIRE)) < want) {
-            // The caller's other traffic must move meanwhile (a member we
-            // wait for may itself wait for it, e.g. for credits of ours).
-            if ((++polls & 63) == 0 && c.wait_hook != nullptr) {
-                c.wait_hook(c.wait_arg);
+            // Our endpoint's traffic and the caller's must move meanwhile: a
+            // member we wait for may wait for them (the rest of a large
+            // message an earlier collective sent it, credits of ours).
+            if ((++polls & 63) == 0) {
+                (void)c.progress();
+                if (c.wait_hook != nullptr) {
+                    c.wait_hook(c.wait_arg);
+                }
             }
             if (++spins > c.spins_before_yield) {
                 spins = 0;
