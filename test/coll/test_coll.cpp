@@ -1037,6 +1037,12 @@ TEST(CollLarge, sixteen_mebibytes)
                 }
                 g.recvbuf = out.data();
                 run_ok(e, g, "16 MiB allgather");
+                // A rank done with the ring may still owe its neighbour the rest
+                // of a large message: the (shared-memory) barrier that follows
+                // must keep the library's endpoint moving, or it never ends.
+                weft_coll_args bar{};
+                bar.type = WEFT_COLL_BARRIER;
+                run_ok(e, bar, "barrier after the 16 MiB allgather");
                 g.type = WEFT_COLL_ALLTOALL;
                 g.sendbuf = out.data();
                 g.recvbuf = in.data();
