@@ -100,6 +100,10 @@ struct weft_coll_request {
     std::vector<std::uint64_t> full;   ///< by round: its counter's value when it is done
     std::vector<weft_count> counts;    ///< by step (communication steps)
     std::uint32_t local_round = 0;     ///< next round whose local steps may be due
+    /// A triggered run failed: some of its operations may still complete (or
+    /// fail) later, into its buffers and counters. It is never started again,
+    /// and the context keeps it (freeing it only hands it over) until it closes.
+    bool failed_run = false;
     ~weft_coll_request();
 };
 
@@ -122,6 +126,7 @@ struct weft_coll_context {
     /// 2 (auto) for requests the caller starts (nonblocking, persistent).
     int triggered_mode = 2;
     std::vector<request *> watched;       ///< active triggered requests
+    std::vector<request *> failed;        ///< failed triggered runs (failed_run), freed at close
     void (*wait_hook)(void *) = nullptr;  ///< called by waits with nothing to do
     void *wait_arg = nullptr;
 
@@ -153,10 +158,10 @@ namespace weft::coll {
 /// every member's, mapped.
 struct shm_state {
     weft_mr_t *mr = nullptr;
-    std::vector<weft_rkey_t *> rkeys;  ///< by member (nullptr: this one)
-    std::vector<std::byte *> peer;     ///< by member: its region, mapped
-    std::size_t slot = 0;              ///< bytes of each of the two data slots
-    std::uint64_t seq = 0;             ///< collectives run on this path
+    std::vector<weft_rkey_t *> rkeys;      ///< by member (nullptr: this one)
+    std::vector<std::byte *> peer;         ///< by member: its region, mapped
+    std::size_t slot = 0;                  ///< bytes of each of the two data slots
+    std::uint64_t seq = 0;                 ///< collectives run on this path
     std::vector<std::uint64_t> done_seen;  ///< by member: its `done` when last read
     shm_state() = default;
     shm_state(const shm_state &) = delete;

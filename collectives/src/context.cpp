@@ -458,8 +458,10 @@ bool weft_coll_context::watch(request &r)
     while (r.status == 0 && r.local_round < nrounds) {
         const std::uint32_t k = r.local_round;
         const round_range &rr = r.rounds[k];
-        if (weft_cntr_readerr(r.cntrs[k]) != 0) {
+        if (weft_cntr_readerr(r.cntrs[k]) != 0 && r.status == 0) {
             r.status = -WEFT_EOTHER;  // the failed operation's error entry says more
+        }
+        if (r.status != 0) {
             break;
         }
         if (rr.end == rr.local) {  // nothing local: watch the next round
@@ -482,6 +484,10 @@ bool weft_coll_context::watch(request &r)
         weft_cntr_add(r.cntrs[k], 1);  // arms round k + 1's sends
         ++r.local_round;
         moved = true;
+    }
+    if (r.status != 0 && !r.failed_run) {
+        r.failed_run = true;
+        failed.push_back(&r);
     }
     r.st = request::state::done;
     --r.grp->active;
@@ -508,11 +514,14 @@ int weft_coll_context::progress()
             weft_cq_err_entry e{};
             if (weft_cq_readerr(cq, &e, 0) == 1) {
                 request *counted = nullptr;  // a triggered run's operation: a weft_count
-                for (request *w : watched) {
-                    if (!w->counts.empty() &&
-                        e.op_context >= static_cast<void *>(w->counts.data()) &&
-                        e.op_context < static_cast<void *>(w->counts.data() + w->counts.size())) {
-                        counted = w;
+                for (const auto *list : {&watched, &failed}) {
+                    for (request *w : *list) {
+                        if (!w->counts.empty() &&
+                            e.op_context >= static_cast<void *>(w->counts.data()) &&
+                            e.op_context <
+                                static_cast<void *>(w->counts.data() + w->counts.size())) {
+                            counted = w;
+                        }
                     }
                 }
                 if (counted != nullptr) {
@@ -653,7 +662,10 @@ int weft_coll_context_close(weft_coll_context_t *c)
         return -WEFT_EBUSY;
     }
     if (c->ep != nullptr) {
-        weft_ep_close(c->ep);
+        weft_ep_close(c->ep);  // cancels what failed runs left armed
+    }
+    for (request *r : c->failed) {
+        delete r;
     }
     if (c->av != nullptr) {
         weft_av_close(c->av);
@@ -789,6 +801,11 @@ int weft_coll_group_destroy(weft_coll_group_t *g)
         return -WEFT_EBUSY;
     }
     shm_teardown(*g);
+    for (auto &k : g->kept) {
+        if (k->failed_run) {
+            (void)k.release();  // the context's failed list has it
+        }
+    }
     --g->ctx->groups;
     delete g;
     return 0;
@@ -832,6 +849,11 @@ int weft_coll_start(weft_coll_request_t *r)
     }
     if (r->st == request::state::active) {
         return -WEFT_EBUSY;  // the caller's to handle: not logged
+    }
+    if (r->failed_run) {
+        log("error", "%s: a run in the triggered form failed; the request cannot run again",
+            weft_coll_type_name(r->args.type));
+        return -WEFT_EINVAL;
     }
     if (r->st == request::state::done && !(r->args.flags & WEFT_COLL_PERSISTENT) && !r->kept) {
         log("error", "%s: started again without WEFT_COLL_PERSISTENT",
@@ -914,7 +936,9 @@ int weft_coll_request_free(weft_coll_request_t *r)
     if (r->st == request::state::active || r->kept) {
         return -WEFT_EBUSY;
     }
-    delete r;
+    if (!r->failed_run) {
+        delete r;
+    }  // else the context frees it when it closes
     return 0;
 }
 
@@ -949,7 +973,7 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
     };
     request *r = nullptr;
     for (auto it = g->kept.rbegin(); it != g->kept.rend(); ++it) {
-        if ((*it)->st != request::state::active && same(**it)) {
+        if ((*it)->st != request::state::active && !(*it)->failed_run && same(**it)) {
             r = it->get();
             if (it != g->kept.rbegin()) {  // most recently used last
                 auto keep = std::move(*it);
@@ -971,6 +995,9 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
         } else {
             fresh->kept = true;
             if (g->kept.size() >= g->ctx->cache_size) {
+                if (g->kept.front()->failed_run) {
+                    (void)g->kept.front().release();  // the context's failed list has it
+                }
                 g->kept.erase(g->kept.begin());
             }
             g->kept.emplace_back(fresh);

@@ -1147,6 +1147,23 @@ TEST(CollBadInput, refused_with_a_reason)
             } else {
                 WEFT_TCHECK_EQ(rc, 0);
             }
+            // The same over the network in the triggered form (a request the
+            // caller starts): the rank that receives too much fails, its request
+            // cannot run again, and freeing it, the group and the context is safe.
+            x.algorithm = WEFT_COLL_ALG_BINOMIAL;
+            x.count = c.rank == 1 ? 4 : 64;
+            weft_coll_request_t *t = nullptr;
+            WEFT_TCHECK_EQ(weft_coll_init(e.g, &x, &t), 0);
+            WEFT_TCHECK_EQ(weft_coll_start(t), 0);
+            WEFT_TCHECK_EQ(weft_coll_request_triggered(t), 1);
+            const int trc = weft_coll_wait(t, 60000);
+            if (c.rank == 1) {
+                WEFT_TCHECK(trc == -WEFT_ETRUNC || trc == -WEFT_EOTHER);
+                WEFT_TCHECK_EQ(weft_coll_start(t), -WEFT_EINVAL);
+            } else {
+                WEFT_TCHECK_EQ(trc, 0);
+            }
+            WEFT_TCHECK_EQ(weft_coll_request_free(t), 0);
             // The group still works afterwards.
             WEFT_TCHECK_EQ(weft_coll(e.g, &a), 0);
         },
