@@ -661,7 +661,7 @@ int plan(request &r)
     context &c = *g.ctx;
     builder b(r);
     const weft_coll_args &a = r.args;
-    plan_ctx p{b, r, g.size, g.rank, size_of(a.datatype)};
+    plan_ctx p{b, r, g.size, g.rank, size_of(raw(a.datatype))};
     const std::uint32_t n = g.size;
     const std::size_t es = p.es;
     const std::size_t bytes = a.count * es;
@@ -936,7 +936,7 @@ void check_triggerable(request &r)
     if (r.steps.size() > 4096) {
         return;  // the check is quadratic; such schedules run in the direct form
     }
-    const std::size_t es = r.combine != nullptr ? size_of(r.args.datatype) : 1;
+    const std::size_t es = r.combine != nullptr ? size_of(raw(r.args.datatype)) : 1;
     auto bytes = [&](const step &s) { return s.kind == step_kind::combine ? s.len * es : s.len; };
     auto overlap = [](const void *a, std::size_t alen, const void *b, std::size_t blen) {
         if (a == nullptr || b == nullptr || alen == 0 || blen == 0) {

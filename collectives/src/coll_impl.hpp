@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,10 +30,35 @@ namespace weft::coll {
 
 /// dst[i] = a[i] op b[i] for n elements; dst may be a or b.
 using combine_fn = void (*)(void *dst, const void *a, const void *b, std::size_t n);
-/// The combine function of (datatype, op), or nullptr when op is not defined on it.
-combine_fn combine_of(weft_coll_datatype datatype, weft_coll_op op);
+/// The combine function of (datatype, op) given as the integers the caller
+/// passed, or nullptr when op is not defined on it (or either is no value of
+/// its enum).
+combine_fn combine_of(int datatype, int op);
 /// Bytes of one element (0: not a datatype).
-std::size_t size_of(weft_coll_datatype datatype);
+std::size_t size_of(int datatype);
+
+/// The integer an enum field or argument holds, read without loading it as
+/// the enum: a caller may pass any int, and loading one outside the enum's
+/// range is undefined behaviour (UBSan reports it).
+template <class E>
+inline int raw(const E &e)
+{
+    static_assert(sizeof(E) == sizeof(int));
+    int v;
+    std::memcpy(&v, &e, sizeof(v));
+    return v;
+}
+
+/// Whether the enum fields of `a` hold values of their enums' ranges (after
+/// this, reading them is defined; unknown values are then refused by name).
+inline bool enums_in_range(const weft_coll_args &a)
+{
+    const int t = raw(a.type);
+    const int d = raw(a.datatype);
+    const int o = raw(a.op);
+    return t >= 0 && t < WEFT_COLL_TYPE_COUNT && d >= 0 && d < WEFT_COLL_DATATYPE_END && o >= 0 &&
+           o < WEFT_COLL_OP_END;
+}
 
 enum class step_kind : std::uint8_t { send, recv, copy, combine };
 

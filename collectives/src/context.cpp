@@ -105,15 +105,16 @@ int take_args(request &r, const weft_coll_args &a)
 {
     const group &g = *r.grp;
     const std::uint32_t n = g.size;
+    if (!enums_in_range(a)) {
+        log("error", "collective type %d, datatype %d or op %d is no value of its enum",
+            raw(a.type), raw(a.datatype), raw(a.op));
+        return -WEFT_EINVAL;
+    }
     const char *name = weft_coll_type_name(a.type);
     auto bad = [&](const char *why) {
         log("error", "%s: %s", name, why);
         return -WEFT_EINVAL;
     };
-    if (a.type < 0 || a.type >= WEFT_COLL_TYPE_COUNT) {
-        log("error", "collective type %d is not one of enum weft_coll_type", int(a.type));
-        return -WEFT_EINVAL;
-    }
     if (a.algorithm >= WEFT_COLL_ALG_COUNT) {
         return bad("algorithm is not one of enum weft_coll_algorithm");
     }
@@ -125,12 +126,12 @@ int take_args(request &r, const weft_coll_args &a)
         r.args.count = 0;
         return 0;
     }
-    const std::size_t es = size_of(a.datatype);
+    const std::size_t es = size_of(raw(a.datatype));
     if (es == 0) {
         return bad("datatype is not one of enum weft_coll_datatype");
     }
     if (reduction(a.type)) {
-        r.combine = combine_of(a.datatype, a.op);
+        r.combine = combine_of(raw(a.datatype), raw(a.op));
         if (r.combine == nullptr) {
             return bad("the operation is not defined on the datatype");
         }
@@ -259,11 +260,11 @@ int take_args(request &r, const weft_coll_args &a)
 /// sends the call down the general path, which validates and explains.
 bool shm_args_ok(const group &g, const weft_coll_args &a, combine_fn &combine)
 {
-    if (a.type != WEFT_COLL_BARRIER && size_of(a.datatype) == 0) {
+    if (a.type != WEFT_COLL_BARRIER && size_of(raw(a.datatype)) == 0) {
         return false;
     }
     if (reduction(a.type)) {
-        combine = combine_of(a.datatype, a.op);
+        combine = combine_of(raw(a.datatype), raw(a.op));
         if (combine == nullptr) {
             return false;
         }
@@ -947,7 +948,7 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
     if (g == nullptr || args == nullptr) {
         return -WEFT_EINVAL;
     }
-    if (shm_takes(*g, *args)) {
+    if (enums_in_range(*args) && shm_takes(*g, *args)) {
         combine_fn combine = nullptr;
         if (shm_args_ok(*g, *args, combine)) {
             return shm_run(*g, *args, combine);
@@ -1021,8 +1022,9 @@ enum weft_coll_algorithm weft_coll_request_algorithm(const weft_coll_request_t *
     return r->algorithm;
 }
 
-const char *weft_coll_algorithm_name(enum weft_coll_algorithm a)
+const char *weft_coll_algorithm_name(enum weft_coll_algorithm algorithm)
 {
+    const int a = raw(algorithm);
     switch (a) {
         case WEFT_COLL_ALG_AUTO:
             return "auto";
@@ -1062,7 +1064,8 @@ const char *weft_coll_type_name(enum weft_coll_type t)
                                         "reduce_scatter", "reduce_scatter_block",
                                         "scan",           "exscan"};
     static_assert(sizeof(names) / sizeof(names[0]) == WEFT_COLL_TYPE_COUNT);
-    return t >= 0 && t < WEFT_COLL_TYPE_COUNT ? names[t] : "unknown";
+    const int v = raw(t);
+    return v >= 0 && v < WEFT_COLL_TYPE_COUNT ? names[v] : "unknown";
 }
 
 }  // extern "C"

@@ -189,8 +189,12 @@ combine_fn loc_op(weft_coll_op op)
 
 }  // namespace
 
-combine_fn combine_of(weft_coll_datatype datatype, weft_coll_op op)
+combine_fn combine_of(int datatype, int op_value)
 {
+    if (op_value < 0 || op_value >= WEFT_COLL_OP_END) {
+        return nullptr;
+    }
+    const auto op = static_cast<weft_coll_op>(op_value);  // in the enum's range
     switch (datatype) {
         case WEFT_COLL_INT8:
             return integer_op<std::int8_t>(op);
@@ -239,7 +243,7 @@ combine_fn combine_of(weft_coll_datatype datatype, weft_coll_op op)
     }
 }
 
-std::size_t size_of(weft_coll_datatype datatype)
+std::size_t size_of(int datatype)
 {
     switch (datatype) {
         case WEFT_COLL_INT8:
@@ -289,12 +293,12 @@ extern "C" {
 
 size_t weft_coll_datatype_size(enum weft_coll_datatype datatype)
 {
-    return weft::coll::size_of(datatype);
+    return weft::coll::size_of(weft::coll::raw(datatype));
 }
 
 int weft_coll_op_valid(enum weft_coll_datatype datatype, enum weft_coll_op op)
 {
-    return weft::coll::combine_of(datatype, op) != nullptr;
+    return weft::coll::combine_of(weft::coll::raw(datatype), weft::coll::raw(op)) != nullptr;
 }
 
 }  // extern "C"

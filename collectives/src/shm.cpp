@@ -31,6 +31,14 @@ constexpr std::size_t len_off(std::uint64_t s)
 constexpr std::size_t done_off = 64;  // a cache line apart: different writers' reads
 constexpr std::size_t data_off = 128;
 
+/// memcpy that allows a null pointer with no bytes (count 0).
+inline void copy_bytes(void *dst, const void *src, std::size_t len)
+{
+    if (len != 0) {
+        std::memcpy(dst, src, len);
+    }
+}
+
 inline std::uint64_t *word(std::byte *base, std::size_t off)
 {
     return reinterpret_cast<std::uint64_t *>(base + off);
@@ -39,7 +47,7 @@ inline std::uint64_t *word(std::byte *base, std::size_t off)
 /// Bytes a member publishes for `a` on a group of n (SIZE_MAX: not this path).
 std::size_t published(const weft_coll_args &a, std::uint32_t n)
 {
-    const std::size_t es = size_of(a.datatype);
+    const std::size_t es = size_of(raw(a.datatype));
     const std::size_t bytes = a.count * es;
     switch (a.type) {
         case WEFT_COLL_BARRIER:
@@ -73,7 +81,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
     const std::uint32_t n = g.size;
     const std::uint32_t me = g.rank;
     const std::uint64_t s = ++st.seq;
-    const std::size_t es = size_of(a.datatype);
+    const std::size_t es = size_of(raw(a.datatype));
     const std::size_t bytes = a.count * es;
     auto data = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
     long spins = 0;
@@ -149,7 +157,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                 publish(a.recvbuf, bytes);
             } else {
                 wait_for(a.root, ready_off, s);
-                std::memcpy(a.recvbuf, data(a.root), check(a.root, bytes));
+                copy_bytes(a.recvbuf, data(a.root), check(a.root, bytes));
             }
             break;
         case WEFT_COLL_REDUCE:
@@ -177,7 +185,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                         continue;
                     }
                     wait_for(p, ready_off, s);
-                    std::memcpy(out + p * bytes, data(p), check(p, bytes));
+                    copy_bytes(out + p * bytes, data(p), check(p, bytes));
                 }
             }
             break;
@@ -187,7 +195,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
             for (std::uint32_t p = 0; p < n; ++p) {
                 wait_for(p, ready_off, s);
                 if (check(p, bytes * n) == bytes * n) {
-                    std::memcpy(out + p * bytes, data(p) + me * bytes, bytes);
+                    copy_bytes(out + p * bytes, data(p) + me * bytes, bytes);
                 }
             }
             break;
@@ -195,13 +203,13 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
             if (me == a.root) {
                 publish(a.sendbuf, bytes * n);
                 if (a.recvbuf != WEFT_COLL_IN_PLACE) {
-                    std::memcpy(a.recvbuf, static_cast<const std::byte *>(a.sendbuf) + me * bytes,
-                                bytes);
+                    copy_bytes(a.recvbuf, static_cast<const std::byte *>(a.sendbuf) + me * bytes,
+                               bytes);
                 }
             } else {
                 wait_for(a.root, ready_off, s);
                 if (check(a.root, bytes * n) == bytes * n) {
-                    std::memcpy(a.recvbuf, data(a.root) + me * bytes, bytes);
+                    copy_bytes(a.recvbuf, data(a.root) + me * bytes, bytes);
                 }
             }
             break;
