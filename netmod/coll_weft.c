@@ -216,13 +216,20 @@ static OBJ_CLASS_INSTANCE(coll_weft_module_t, mca_coll_base_module_t, coll_weft_
                           coll_weft_module_destruct);
 
 /* A nonblocking collective. */
-/* Bytes packed from, or to be unpacked into, a non-contiguous datatype's buffer. */
+/* Bytes packed from, or to be unpacked into, a non-contiguous datatype's
+ * buffer: one region (n == 0: user, count), or n regions of a v form (region
+ * i: counts[i] elements at user[i], bytes offs[i] .. + lens[i] of packed). */
 typedef struct {
     void *user;          /* the caller's buffer */
     size_t count;        /* elements of dt there */
     ompi_datatype_t *dt; /* NULL: nothing */
     void *packed;        /* malloc'ed */
     size_t bytes;
+    int n;        /* regions of a v form, or 0 */
+    char **users; /* the four arrays are one allocation */
+    size_t *counts;
+    size_t *offs;
+    size_t *lens;
 } coll_weft_packed_t;
 
 typedef struct {
@@ -265,10 +272,87 @@ static int coll_weft_pack(coll_weft_packed_t *p, const void *buf, size_t count, 
     return OMPI_SUCCESS;
 }
 
+/* Copy `len` packed bytes at src into (dt, count) at user (or the reverse). */
+static void coll_weft_convert(ompi_datatype_t *dt, size_t count, void *user, void *packed,
+                              size_t len, int to_user)
+{
+    if (len == 0) {
+        return;
+    }
+    opal_convertor_t conv;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    struct iovec iov = {packed, len};
+    uint32_t n = 1;
+    size_t max = len;
+    if (to_user) {
+        opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &dt->super, count, user,
+                                                 0, &conv);
+        opal_convertor_unpack(&conv, &iov, &n, &max);
+    } else {
+        opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &dt->super, count, user,
+                                                 0, &conv);
+        opal_convertor_pack(&conv, &iov, &n, &max);
+    }
+    OBJ_DESTRUCT(&conv);
+}
+
+/* The regions of a v form (counts and displacements in elements of dt) packed
+ * into one buffer, region after region (copy_in: with their contents). */
+static int coll_weft_vpack(coll_weft_packed_t *p, const void *base, const int *counts,
+                           const int *displs, int n, ompi_datatype_t *dt, int copy_in)
+{
+    memset(p, 0, sizeof(*p));
+    ptrdiff_t lb = 0;
+    ptrdiff_t extent = 0;
+    size_t size = 0;
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    ompi_datatype_type_size(dt, &size);
+    void *block = malloc((size_t)n * (3 * sizeof(size_t) + sizeof(char *)));
+    if (NULL == block) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    p->counts = block;
+    p->offs = p->counts + n;
+    p->lens = p->offs + n;
+    p->users = (char **)(p->lens + n);
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) {
+        p->users[i] = (char *)base + (ptrdiff_t)displs[i] * extent;
+        p->counts[i] = (size_t)counts[i];
+        p->lens[i] = size * (size_t)counts[i];
+        p->offs[i] = total;
+        total += p->lens[i];
+    }
+    p->packed = malloc(total > 0 ? total : 1);
+    if (NULL == p->packed) {
+        free(block);
+        memset(p, 0, sizeof(*p));
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    p->bytes = total;
+    p->dt = dt;
+    p->n = n;
+    for (int i = 0; copy_in && i < n; ++i) {
+        coll_weft_convert(dt, p->counts[i], p->users[i], (char *)p->packed + p->offs[i], p->lens[i],
+                          0);
+    }
+    return OMPI_SUCCESS;
+}
+
 /* Unpack (when `unpack`) and free. */
 static void coll_weft_unpack(coll_weft_packed_t *p, int unpack)
 {
     if (NULL == p->dt) {
+        return;
+    }
+    if (p->n > 0) {
+        for (int i = 0; unpack && i < p->n; ++i) {
+            coll_weft_convert(p->dt, p->counts[i], p->users[i], (char *)p->packed + p->offs[i],
+                              p->lens[i], 1);
+        }
+        free(p->counts);
+        free(p->packed);
+        memset(p, 0, sizeof(*p));
         return;
     }
     if (unpack && p->bytes > 0) {
@@ -752,33 +836,69 @@ static int do_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sd
     return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
 
+/* The receive side of a v form: byte counts and displacements for the library
+ * in counts_out/displs_out, and where it receives; non-dense datatypes packed. */
+static int coll_weft_vside(const void *buf, const int *counts, const int *displs,
+                           ompi_datatype_t *dt, int n, int copy_in, coll_weft_packed_t *p,
+                           size_t *counts_out, size_t *displs_out, void **ptr)
+{
+    memset(p, 0, sizeof(*p));
+    ptrdiff_t shift = 0;
+    const size_t es = coll_weft_bytes(dt, 2, 1, &shift);
+    if (es != 0) {
+        for (int i = 0; i < n; ++i) {
+            counts_out[i] = (size_t)counts[i] * es;
+            displs_out[i] = (size_t)displs[i] * es;
+        }
+        *ptr = shifted(buf, shift);
+        return OMPI_SUCCESS;
+    }
+    const int rc = coll_weft_vpack(p, buf, counts, displs, n, dt, copy_in);
+    if (rc == OMPI_SUCCESS) {
+        for (int i = 0; i < n; ++i) {
+            counts_out[i] = p->lens[i];
+            displs_out[i] = p->offs[i];
+        }
+        *ptr = p->packed;
+    }
+    return rc;
+}
+
 static int do_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
                          const int *rcounts, const int *displs, struct ompi_datatype_t *rdt,
                          struct ompi_communicator_t *comm, coll_weft_module_t *m,
                          ompi_request_t **req)
 {
-    ptrdiff_t ss = 0, rs = 0;
-    const size_t res = BLOCK(2, rdt, 1, &rs);
-    const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(scount, sdt, 0, &ss);
+    const int n = m->size;
     const int me = ompi_comm_rank(comm);
-    if (res == 0 || ses == 0 ||
-        (sbuf != MPI_IN_PLACE && ses * (size_t)scount != res * (size_t)rcounts[me])) {
-        FALLBACK(allgatherv, "datatype", sbuf, scount, sdt, rbuf, rcounts, displs, rdt);
-    }
-    for (int i = 0; i < m->size; ++i) {
-        m->arrays[i] = (size_t)rcounts[i] * res;
-        m->arrays[m->size + i] = (size_t)displs[i] * res;
-    }
+    coll_weft_packed_t ps = {0}, pr;
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_ALLGATHERV);
-    a.sendbuf = shifted(sbuf, ss);
-    a.recvbuf = shifted(rbuf, rs);
-    a.count = m->arrays[me];
+    int rc = coll_weft_vside(rbuf, rcounts, displs, rdt, n, sbuf == MPI_IN_PLACE, &pr, m->arrays,
+                             m->arrays + n, &a.recvbuf);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
     a.recvcounts = m->arrays;
-    a.rdispls = m->arrays + m->size;
-    return coll_weft_go(m, &a, req);
+    a.rdispls = m->arrays + n;
+    a.count = m->arrays[me];
+    a.sendbuf = MPI_IN_PLACE;
+    if (sbuf != MPI_IN_PLACE) {
+        size_t mine = 0;
+        void *send = NULL;
+        rc = coll_weft_side(sbuf, (size_t)scount, sdt, 1, &ps, &send, &mine);
+        if (rc == OMPI_SUCCESS && mine != a.count) {
+            coll_weft_unpack(&ps, 0);
+            rc = MPI_ERR_TRUNCATE; /* type signatures do not match */
+        }
+        if (rc != OMPI_SUCCESS) {
+            coll_weft_unpack(&pr, 0);
+            return rc;
+        }
+        a.sendbuf = send;
+    }
+    return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
-
 static int do_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
                      int rcount, struct ompi_datatype_t *rdt, int root,
                      struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
@@ -814,36 +934,32 @@ static int do_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdt,
                       const int *rcounts, const int *displs, struct ompi_datatype_t *rdt, int root,
                       struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
 {
+    const int n = m->size;
     const int me = ompi_comm_rank(comm);
-    ptrdiff_t ss = 0, rs = 0;
+    coll_weft_packed_t ps = {0}, pr = {0};
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_GATHERV);
-    size_t ses = 0;
-    if (sbuf != MPI_IN_PLACE && 0 == (ses = BLOCK(scount, sdt, 0, &ss))) {
-        FALLBACK(gatherv, "datatype", sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root);
-    }
-    a.count = ses * (size_t)scount;
-    if (me == root) {
-        const size_t res = BLOCK(2, rdt, 1, &rs);
-        if (res == 0) {
-            FALLBACK(gatherv, "datatype", sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root);
-        }
-        for (int i = 0; i < m->size; ++i) {
-            m->arrays[i] = (size_t)rcounts[i] * res;
-            m->arrays[m->size + i] = (size_t)displs[i] * res;
-        }
-        a.recvcounts = m->arrays;
-        a.rdispls = m->arrays + m->size;
-        if (sbuf == MPI_IN_PLACE) {
-            a.count = m->arrays[me];
-        }
-    }
-    a.sendbuf = shifted(sbuf, ss);
-    a.recvbuf = shifted(rbuf, rs);
     a.root = (uint32_t)root;
-    return coll_weft_go(m, &a, req);
+    a.sendbuf = MPI_IN_PLACE;
+    int rc = OMPI_SUCCESS;
+    if (me == root) {
+        rc = coll_weft_vside(rbuf, rcounts, displs, rdt, n, sbuf == MPI_IN_PLACE, &pr, m->arrays,
+                             m->arrays + n, &a.recvbuf);
+        a.recvcounts = m->arrays;
+        a.rdispls = m->arrays + n;
+        a.count = m->arrays[me];
+    }
+    if (rc == OMPI_SUCCESS && sbuf != MPI_IN_PLACE) {
+        void *send = NULL;
+        rc = coll_weft_side(sbuf, (size_t)scount, sdt, 1, &ps, &send, &a.count);
+        a.sendbuf = send;
+    }
+    if (rc != OMPI_SUCCESS) {
+        coll_weft_unpack(&pr, 0);
+        return rc;
+    }
+    return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
-
 static int do_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
                       int rcount, struct ompi_datatype_t *rdt, int root,
                       struct ompi_communicator_t *comm, coll_weft_module_t *m, ompi_request_t **req)
@@ -880,36 +996,34 @@ static int do_scatterv(const void *sbuf, const int *scounts, const int *displs,
                        struct ompi_datatype_t *rdt, int root, struct ompi_communicator_t *comm,
                        coll_weft_module_t *m, ompi_request_t **req)
 {
+    const int n = m->size;
     const int me = ompi_comm_rank(comm);
-    ptrdiff_t ss = 0, rs = 0;
+    coll_weft_packed_t ps = {0}, pr = {0};
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_SCATTERV);
-    size_t res = 0;
-    if (rbuf != MPI_IN_PLACE && 0 == (res = BLOCK(rcount, rdt, 0, &rs))) {
-        FALLBACK(scatterv, "datatype", sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root);
-    }
-    a.count = res * (size_t)rcount;
-    if (me == root) {
-        const size_t ses = BLOCK(2, sdt, 1, &ss);
-        if (ses == 0) {
-            FALLBACK(scatterv, "datatype", sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root);
-        }
-        for (int i = 0; i < m->size; ++i) {
-            m->arrays[i] = (size_t)scounts[i] * ses;
-            m->arrays[m->size + i] = (size_t)displs[i] * ses;
-        }
-        a.sendcounts = m->arrays;
-        a.sdispls = m->arrays + m->size;
-        if (rbuf == MPI_IN_PLACE) {
-            a.count = m->arrays[me];
-        }
-    }
-    a.sendbuf = shifted(sbuf, ss);
-    a.recvbuf = shifted(rbuf, rs);
     a.root = (uint32_t)root;
-    return coll_weft_go(m, &a, req);
+    a.recvbuf = MPI_IN_PLACE;
+    int rc = OMPI_SUCCESS;
+    if (me == root) {
+        void *send = NULL;
+        rc =
+            coll_weft_vside(sbuf, scounts, displs, sdt, n, 1, &ps, m->arrays, m->arrays + n, &send);
+        a.sendbuf = send;
+        a.sendcounts = m->arrays;
+        a.sdispls = m->arrays + n;
+        a.count = m->arrays[me];
+    }
+    if (rc == OMPI_SUCCESS && rbuf != MPI_IN_PLACE) {
+        void *recv = NULL;
+        rc = coll_weft_side(rbuf, (size_t)rcount, rdt, 0, &pr, &recv, &a.count);
+        a.recvbuf = recv;
+    }
+    if (rc != OMPI_SUCCESS) {
+        coll_weft_unpack(&ps, 0);
+        return rc;
+    }
+    return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
-
 static int do_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdt, void *rbuf,
                        int rcount, struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
                        coll_weft_module_t *m, ompi_request_t **req)
@@ -945,32 +1059,31 @@ static int do_alltoallv(const void *sbuf, const int *scounts, const int *sdispls
                         struct ompi_communicator_t *comm, coll_weft_module_t *m,
                         ompi_request_t **req)
 {
-    ptrdiff_t ss = 0, rs = 0;
-    const size_t res = BLOCK(2, rdt, 1, &rs);
-    const size_t ses = sbuf == MPI_IN_PLACE ? res : BLOCK(2, sdt, 1, &ss);
-    if (res == 0 || ses == 0) {
-        FALLBACK(alltoallv, "datatype", sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt);
-    }
     const int n = m->size;
-    for (int i = 0; i < n; ++i) {
-        m->arrays[i] = (size_t)rcounts[i] * res;
-        m->arrays[n + i] = (size_t)rdispls[i] * res;
-        if (sbuf != MPI_IN_PLACE) {
-            m->arrays[2 * n + i] = (size_t)scounts[i] * ses;
-            m->arrays[3 * n + i] = (size_t)sdispls[i] * ses;
-        }
-    }
+    coll_weft_packed_t ps = {0}, pr;
     struct weft_coll_args a;
     coll_weft_args_init(&a, WEFT_COLL_ALLTOALLV);
-    a.sendbuf = shifted(sbuf, ss);
-    a.recvbuf = shifted(rbuf, rs);
+    int rc = coll_weft_vside(rbuf, rcounts, rdispls, rdt, n, sbuf == MPI_IN_PLACE, &pr, m->arrays,
+                             m->arrays + n, &a.recvbuf);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
     a.recvcounts = m->arrays;
     a.rdispls = m->arrays + n;
+    a.sendbuf = MPI_IN_PLACE;
     if (sbuf != MPI_IN_PLACE) {
+        void *send = NULL;
+        rc = coll_weft_vside(sbuf, scounts, sdispls, sdt, n, 1, &ps, m->arrays + 2 * n,
+                             m->arrays + 3 * n, &send);
+        if (rc != OMPI_SUCCESS) {
+            coll_weft_unpack(&pr, 0);
+            return rc;
+        }
+        a.sendbuf = send;
         a.sendcounts = m->arrays + 2 * n;
         a.sdispls = m->arrays + 3 * n;
     }
-    return coll_weft_go(m, &a, req);
+    return coll_weft_go_packed(m, &a, req, &ps, &pr);
 }
 
 /* The entry points Open MPI calls: blocking and nonblocking over one body. */

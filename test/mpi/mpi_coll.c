@@ -335,6 +335,59 @@ static void test_derived(MPI_Comm comm)
             CHECK(AT(two, b, j) == 1000 * b + 10 * rank + j, "derived alltoall: block %d", b);
         }
     }
+    /* The v forms with the same layouts: one block per rank, displacements in
+     * units of each side's own type (a block for strided ranks, ints for the
+     * others). */
+    int *cnt = malloc((size_t)size * sizeof(int));
+    int *dsp = malloc((size_t)size * sizeof(int));
+    for (int b = 0; b < size; ++b) {
+        cnt[b] = N(1);
+        dsp[b] = strided ? b : b * k;
+    }
+    for (int j = 0; j < k; ++j) {
+        AT(two, 0, j) = 17 * rank + j;
+    }
+    memset(buf, 0, (size_t)(size + 1) * 2 * k * sizeof(int));
+    CHECK_MPI(MPI_Allgatherv(two, N(1), TYPE, buf, cnt, dsp, TYPE, comm));
+    for (int b = 0; b < size; ++b) {
+        for (int j = 0; j < k; ++j) {
+            CHECK(AT(buf, b, j) == 17 * b + j, "derived allgatherv: block %d", b);
+        }
+    }
+    const int root = size - 1;
+    memset(buf, 0, (size_t)(size + 1) * 2 * k * sizeof(int));
+    CHECK_MPI(MPI_Gatherv(two, N(1), TYPE, buf, cnt, dsp, TYPE, root, comm));
+    if (rank == root) {
+        for (int b = 0; b < size; ++b) {
+            for (int j = 0; j < k; ++j) {
+                CHECK(AT(buf, b, j) == 17 * b + j, "derived gatherv: block %d", b);
+            }
+        }
+    }
+    for (int b = 0; b < size; ++b) {
+        for (int j = 0; j < k; ++j) {
+            AT(buf, b, j) = rank == root ? 5 * b + j + 3 : -1;
+        }
+    }
+    memset(two, 0, (size_t)(size + 1) * 2 * k * sizeof(int));
+    CHECK_MPI(MPI_Scatterv(buf, cnt, dsp, TYPE, two, N(1), TYPE, root, comm));
+    for (int j = 0; j < k; ++j) {
+        CHECK(AT(two, 0, j) == 5 * rank + j + 3, "derived scatterv: %d", AT(two, 0, j));
+    }
+    for (int b = 0; b < size; ++b) {
+        for (int j = 0; j < k; ++j) {
+            AT(buf, b, j) = 1000 * rank + 10 * b + j + 1;
+        }
+    }
+    memset(two, 0, (size_t)(size + 1) * 2 * k * sizeof(int));
+    CHECK_MPI(MPI_Alltoallv(buf, cnt, dsp, TYPE, two, cnt, dsp, TYPE, comm));
+    for (int b = 0; b < size; ++b) {
+        for (int j = 0; j < k; ++j) {
+            CHECK(AT(two, b, j) == 1000 * b + 10 * rank + j + 1, "derived alltoallv: block %d", b);
+        }
+    }
+    free(cnt);
+    free(dsp);
 #undef AT
 #undef TYPE
 #undef N
