@@ -56,134 +56,173 @@ T wrap_prod(T a, T b)
     return T(U(W(U(a)) * W(U(b))));
 }
 
+// One kernel per (element type, operation functor), instantiated where
+// op_for() names it: dst[i] = F(a[i], b[i]).
 template <class T, class F>
-void apply(void *dst, const void *a, const void *b, std::size_t n, F f)
+void kernel(void *dst, const void *a, const void *b, std::size_t n)
 {
     auto *d = static_cast<T *>(dst);
     const auto *x = static_cast<const T *>(a);
     const auto *y = static_cast<const T *>(b);
     for (std::size_t i = 0; i < n; ++i) {
-        d[i] = f(x[i], y[i]);
+        d[i] = F{}(x[i], y[i]);
     }
 }
 
-template <class T>
-combine_fn integer_op(weft_coll_op op)
-{
-    switch (op) {
-        case WEFT_COLL_SUM:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, wrap_sum<T>);
-            };
-        case WEFT_COLL_PROD:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, wrap_prod<T>);
-            };
-        case WEFT_COLL_MIN:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return y < x ? y : x; });
-            };
-        case WEFT_COLL_MAX:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return x < y ? y : x; });
-            };
-        case WEFT_COLL_BAND:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return T(x & y); });
-            };
-        case WEFT_COLL_BOR:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return T(x | y); });
-            };
-        case WEFT_COLL_BXOR:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return T(x ^ y); });
-            };
-        case WEFT_COLL_LAND:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return T(x && y); });
-            };
-        case WEFT_COLL_LOR:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return T(x || y); });
-            };
-        case WEFT_COLL_LXOR:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return T(!x != !y); });
-            };
-        default:
-            return nullptr;
+struct wrapping_sum {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return wrap_sum(x, y);
     }
-}
-
-template <class T>
-combine_fn float_op(weft_coll_op op)
-{
-    switch (op) {
-        case WEFT_COLL_SUM:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return x + y; });
-            };
-        case WEFT_COLL_PROD:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return x * y; });
-            };
-        case WEFT_COLL_MIN:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return y < x ? y : x; });
-            };
-        case WEFT_COLL_MAX:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return x < y ? y : x; });
-            };
-        default:
-            return nullptr;
+};
+struct wrapping_prod {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return wrap_prod(x, y);
     }
-}
-
-template <class T>
-combine_fn complex_op(weft_coll_op op)
-{
-    switch (op) {
-        case WEFT_COLL_SUM:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return x + y; });
-            };
-        case WEFT_COLL_PROD:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<T>(d, a, b, n, [](T x, T y) { return x * y; });
-            };
-        default:
-            return nullptr;
+};
+struct plus {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return x + y;
     }
-}
-
+};
+struct times {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return x * y;
+    }
+};
+struct smaller {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return y < x ? y : x;
+    }
+};
+struct larger {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return x < y ? y : x;
+    }
+};
+struct bit_and {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return T(x & y);
+    }
+};
+struct bit_or {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return T(x | y);
+    }
+};
+struct bit_xor {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return T(x ^ y);
+    }
+};
+struct logical_and {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return T(x && y);
+    }
+};
+struct logical_or {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return T(x || y);
+    }
+};
+struct logical_xor {
+    template <class T>
+    T operator()(T x, T y) const
+    {
+        return T(!x != !y);
+    }
+};
 // MINLOC: the smaller value; on a tie the smaller index. MAXLOC: the larger
 // value, ties as MINLOC (MPI 4.1, 6.9.4).
-template <class P>
-combine_fn loc_op(weft_coll_op op)
+struct min_loc {
+    template <class P>
+    P operator()(P x, P y) const
+    {
+        return y.value < x.value || (!(x.value < y.value) && y.index < x.index) ? y : x;
+    }
+};
+struct max_loc {
+    template <class P>
+    P operator()(P x, P y) const
+    {
+        return x.value < y.value || (!(y.value < x.value) && y.index < x.index) ? y : x;
+    }
+};
+
+/// Which operations a type takes (MPI's table): integers all but the loc
+/// ops; reals sum, prod, min, max; complex sum and prod; pairs the loc ops.
+enum class family { integer, real, complex, pair };
+
+template <class T, family K>
+combine_fn op_for(weft_coll_op op)
 {
-    switch (op) {
-        case WEFT_COLL_MINLOC:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<P>(d, a, b, n, [](P x, P y) {
-                    if (y.value < x.value || (!(x.value < y.value) && y.index < x.index)) {
-                        return y;
-                    }
-                    return x;
-                });
-            };
-        case WEFT_COLL_MAXLOC:
-            return [](void *d, const void *a, const void *b, std::size_t n) {
-                apply<P>(d, a, b, n, [](P x, P y) {
-                    if (x.value < y.value || (!(y.value < x.value) && y.index < x.index)) {
-                        return y;
-                    }
-                    return x;
-                });
-            };
-        default:
-            return nullptr;
+    if constexpr (K == family::pair) {
+        return op == WEFT_COLL_MINLOC   ? &kernel<T, min_loc>
+               : op == WEFT_COLL_MAXLOC ? &kernel<T, max_loc>
+                                        : nullptr;
+    } else {
+        constexpr bool integer = K == family::integer;
+        // Integers wrap instead of overflowing a signed type.
+        using sum = std::conditional_t<integer, wrapping_sum, plus>;
+        using prod = std::conditional_t<integer, wrapping_prod, times>;
+        switch (op) {
+            case WEFT_COLL_SUM:
+                return &kernel<T, sum>;
+            case WEFT_COLL_PROD:
+                return &kernel<T, prod>;
+            default:
+                break;
+        }
+        if constexpr (K != family::complex) {
+            switch (op) {
+                case WEFT_COLL_MIN:
+                    return &kernel<T, smaller>;
+                case WEFT_COLL_MAX:
+                    return &kernel<T, larger>;
+                default:
+                    break;
+            }
+        }
+        if constexpr (integer) {
+            switch (op) {
+                case WEFT_COLL_BAND:
+                    return &kernel<T, bit_and>;
+                case WEFT_COLL_BOR:
+                    return &kernel<T, bit_or>;
+                case WEFT_COLL_BXOR:
+                    return &kernel<T, bit_xor>;
+                case WEFT_COLL_LAND:
+                    return &kernel<T, logical_and>;
+                case WEFT_COLL_LOR:
+                    return &kernel<T, logical_or>;
+                case WEFT_COLL_LXOR:
+                    return &kernel<T, logical_xor>;
+                default:
+                    break;
+            }
+        }
+        return nullptr;
     }
 }
 
@@ -197,47 +236,47 @@ combine_fn combine_of(int datatype, int op_value)
     const auto op = static_cast<weft_coll_op>(op_value);  // in the enum's range
     switch (datatype) {
         case WEFT_COLL_INT8:
-            return integer_op<std::int8_t>(op);
+            return op_for<std::int8_t, family::integer>(op);
         case WEFT_COLL_UINT8:
-            return integer_op<std::uint8_t>(op);
+            return op_for<std::uint8_t, family::integer>(op);
         case WEFT_COLL_INT16:
-            return integer_op<std::int16_t>(op);
+            return op_for<std::int16_t, family::integer>(op);
         case WEFT_COLL_UINT16:
-            return integer_op<std::uint16_t>(op);
+            return op_for<std::uint16_t, family::integer>(op);
         case WEFT_COLL_INT32:
-            return integer_op<std::int32_t>(op);
+            return op_for<std::int32_t, family::integer>(op);
         case WEFT_COLL_UINT32:
-            return integer_op<std::uint32_t>(op);
+            return op_for<std::uint32_t, family::integer>(op);
         case WEFT_COLL_INT64:
-            return integer_op<std::int64_t>(op);
+            return op_for<std::int64_t, family::integer>(op);
         case WEFT_COLL_UINT64:
-            return integer_op<std::uint64_t>(op);
+            return op_for<std::uint64_t, family::integer>(op);
         case WEFT_COLL_FLOAT:
-            return float_op<float>(op);
+            return op_for<float, family::real>(op);
         case WEFT_COLL_DOUBLE:
-            return float_op<double>(op);
+            return op_for<double, family::real>(op);
         case WEFT_COLL_LONG_DOUBLE:
-            return float_op<long double>(op);
+            return op_for<long double, family::real>(op);
         case WEFT_COLL_FLOAT_COMPLEX:
-            return complex_op<std::complex<float>>(op);
+            return op_for<std::complex<float>, family::complex>(op);
         case WEFT_COLL_DOUBLE_COMPLEX:
-            return complex_op<std::complex<double>>(op);
+            return op_for<std::complex<double>, family::complex>(op);
         case WEFT_COLL_FLOAT_INT:
-            return loc_op<value_index<float>>(op);
+            return op_for<value_index<float>, family::pair>(op);
         case WEFT_COLL_DOUBLE_INT:
-            return loc_op<value_index<double>>(op);
+            return op_for<value_index<double>, family::pair>(op);
         case WEFT_COLL_LONG_INT:
-            return loc_op<value_index<long>>(op);
+            return op_for<value_index<long>, family::pair>(op);
         case WEFT_COLL_2INT:
-            return loc_op<value_index<int>>(op);
+            return op_for<value_index<int>, family::pair>(op);
         case WEFT_COLL_SHORT_INT:
-            return loc_op<value_index<short>>(op);
+            return op_for<value_index<short>, family::pair>(op);
         case WEFT_COLL_LONG_DOUBLE_INT:
-            return loc_op<value_index<long double>>(op);
+            return op_for<value_index<long double>, family::pair>(op);
         case WEFT_COLL_2FLOAT:
-            return loc_op<value_pair<float>>(op);
+            return op_for<value_pair<float>, family::pair>(op);
         case WEFT_COLL_2DOUBLE:
-            return loc_op<value_pair<double>>(op);
+            return op_for<value_pair<double>, family::pair>(op);
         default:
             return nullptr;
     }
