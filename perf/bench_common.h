@@ -1,6 +1,6 @@
 /*
  * bench_common.h -- helpers shared by the single-file OSU-style benchmarks
- * (perf/mpi/mpi_bench.c, perf/shmem/shmem_bench.c), which each compiler
+ * (perf/mpi/mpi_bench.c, perf/shmem/shmem_bench.c, perf/coll/coll_bench.c), which each compiler
  * wrapper (mpicc, either oshcc) builds on its own: header-only, C99.
  */
 #ifndef WEFT_PERF_BENCH_COMMON_H
@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /** "4096", "4k", "1m", "2g" (binary units) to bytes; (size_t)-1 when malformed. */
@@ -44,6 +45,18 @@ static inline size_t bench_parse_size(const char *s)
 }
 
 /** Seconds on the monotonic clock. */
+/** Append the sizes of a comma-separated list ("8,4k,1m") to sizes[*n], at most
+ *  max in all (further ones are ignored); malformed ones become (size_t)-1. */
+static inline void bench_parse_sizes(const char *list, size_t *sizes, int *n, int max)
+{
+    char *copy = strdup(list), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && *n < max;
+         tok = strtok_r(NULL, ",", &save)) {
+        sizes[(*n)++] = bench_parse_size(tok);
+    }
+    free(copy);
+}
+
 static inline double bench_now(void)
 {
     struct timespec t;

@@ -149,12 +149,7 @@ int main(int argc, char **argv)
             }
             ++a;
         } else if ((0 == strcmp(opt, "-s") || 0 == strcmp(opt, "--sizes")) && val) {
-            char *list = strdup(val), *save = NULL;
-            for (char *tok = strtok_r(list, ",", &save); tok && nsizes < 64;
-                 tok = strtok_r(NULL, ",", &save)) {
-                sizes[nsizes++] = bench_parse_size(tok);
-            }
-            free(list);
+            bench_parse_sizes(val, sizes, &nsizes, 64);
             ++a;
         } else if (0 == strcmp(opt, "--min-size") && val) {
             min_size = bench_parse_size(val);
