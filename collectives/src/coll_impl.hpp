@@ -166,6 +166,7 @@ struct weft_coll_context {
     std::size_t reduce_scatter_small = 8 * 1024;
     std::size_t cache_size = 16;
     std::size_t shm_slot = 16 * 1024;  ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
+    std::size_t shm_push = 256 * 1024;  ///< WEFT_COLL_SHM_PUSH (symmetric broadcasts)
 
     int progress();
     /// Start a run in the triggered form: post every operation at once.
@@ -189,6 +190,19 @@ struct shm_state {
     std::size_t slot = 0;                  ///< bytes of each of the two data slots
     std::uint64_t seq = 0;                 ///< collectives run on this path
     std::vector<std::uint64_t> done_seen;  ///< by member: its `done` when last read
+    /// Symmetric buffers that go straight to the members (the root's pushes
+    /// of a broadcast) up to this many bytes times receivers (the smallest
+    /// WEFT_COLL_SHM_PUSH of the members); above, members pull.
+    std::size_t push_max = 0;
+    /// A symmetric segment (weft_coll_group_add_segment), mapped from every member.
+    struct segment {
+        std::byte *base = nullptr;          ///< this member's
+        std::size_t len = 0;                ///< the smallest of the members'
+        std::vector<std::byte *> peer;      ///< by member: its segment, mapped
+        std::vector<weft_rkey_t *> rkeys;   ///< by member (nullptr: this one)
+    };
+    std::vector<segment> segs;
+    std::vector<std::byte> tmp;  ///< in-place reductions of symmetric buffers
     shm_state() = default;
     shm_state(const shm_state &) = delete;
     shm_state &operator=(const shm_state &) = delete;
@@ -226,9 +240,17 @@ void check_triggerable(request &r);
 bool shm_takes(const group &g, const weft_coll_args &a);
 /// Run `a` (validated) on the shared-memory stage; `combine` for reductions.
 int shm_run(group &g, const weft_coll_args &a, combine_fn combine);
+/// Whether the stage runs `a` (flags WEFT_COLL_SYMMETRIC) straight from and
+/// into the members' symmetric buffers; `a` is validated as shm_args_ok does.
+bool shm_symmetric(const group &g, const weft_coll_args &a);
+/// Run `a` on symmetric buffers (shm_symmetric said yes).
+int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine);
 /// Make the group's shared-memory stage with `slot`-byte slots if every member
 /// maps every other's region (two more out-of-band exchanges, on every member).
-int shm_setup(group &g, std::size_t slot, const weft_coll_oob &oob);
+int shm_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_oob &oob);
+/// Map every member's symmetric segment (weft_coll_group_add_segment).
+int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr,
+                    const weft_coll_oob &oob);
 /// Wait until the members are done with this member's region, and free it.
 void shm_teardown(group &g);
 

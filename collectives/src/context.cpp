@@ -26,7 +26,8 @@ constexpr const char *known_vars[] = {"WEFT_COLL_BCAST_LARGE",
                                       "WEFT_COLL_REDUCE_SCATTER_SMALL",
                                       "WEFT_COLL_CACHE",
                                       "WEFT_COLL_TRIGGERED",
-                                      "WEFT_COLL_SHM_SLOT"};
+                                      "WEFT_COLL_SHM_SLOT",
+                                      "WEFT_COLL_SHM_PUSH"};
 
 /// Warn about WEFT_COLL_* variables that are none of ours (a typo would
 /// otherwise be ignored silently).
@@ -118,7 +119,7 @@ int take_args(request &r, const weft_coll_args &a)
     if (a.algorithm >= WEFT_COLL_ALG_COUNT) {
         return bad("algorithm is not one of enum weft_coll_algorithm");
     }
-    if (a.flags & ~WEFT_COLL_PERSISTENT) {
+    if (a.flags & ~(WEFT_COLL_PERSISTENT | WEFT_COLL_SYMMETRIC)) {
         return bad("unknown flags");
     }
     r.args = a;
@@ -634,6 +635,7 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     c->reduce_scatter_small = env_size("WEFT_COLL_REDUCE_SCATTER_SMALL", c->reduce_scatter_small);
     c->cache_size = env_size("WEFT_COLL_CACHE", c->cache_size);
     c->shm_slot = env_size("WEFT_COLL_SHM_SLOT", c->shm_slot);
+    c->shm_push = env_size("WEFT_COLL_SHM_PUSH", c->shm_push);
     if (c->shm_slot > (std::size_t(1) << 30)) {
         log("warn", "WEFT_COLL_SHM_SLOT=%zu is above 1 GiB; using 1 GiB", c->shm_slot);
         c->shm_slot = std::size_t(1) << 30;
@@ -703,6 +705,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
         std::uint32_t next_id;
         std::uint32_t addr_len;
         std::uint64_t shm_slot;  ///< its WEFT_COLL_SHM_SLOT: the group uses the smallest
+        std::uint64_t shm_push;  ///< its WEFT_COLL_SHM_PUSH: the smallest too
         char node[64];
     };
     const std::size_t rec = sizeof(header) + c->addr_len;
@@ -711,6 +714,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     header h{};
     h.next_id = c->next_group_id;
     h.shm_slot = c->shm_slot;
+    h.shm_push = c->shm_push;
     std::size_t alen = c->addr_len;
     int rc = weft_ep_getname(c->ep, mine.data() + sizeof(header), &alen);
     if (rc != 0) {
@@ -732,6 +736,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     g->node_of.resize(size);
     std::vector<std::string> nodes;
     std::size_t shm_slot = c->shm_slot;
+    std::size_t shm_push = c->shm_push;
     for (std::uint32_t i = 0; i < size; ++i) {
         header hi{};
         std::memcpy(&hi, all.data() + i * rec, sizeof(hi));
@@ -742,6 +747,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
         }
         g->id = std::max(g->id, hi.next_id);
         shm_slot = std::min<std::size_t>(shm_slot, hi.shm_slot);
+        shm_push = std::min<std::size_t>(shm_push, hi.shm_push);
         hi.node[sizeof(hi.node) - 1] = '\0';
         const std::string node(hi.node);
         const auto it = std::find(nodes.begin(), nodes.end(), node);
@@ -781,7 +787,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     // The shared-memory stage: every member on this node, and a slot size
     // every member allows (the same decision everywhere: the same data).
     if (size >= 2 && shm_slot > 0 && nodes.size() == 1) {
-        rc = shm_setup(*g, shm_slot, *oob);
+        rc = shm_setup(*g, shm_slot, shm_push, *oob);
         if (rc != 0) {
             log("error", "group creation: the shared-memory exchange failed: %s",
                 weft_strerror(rc));
@@ -791,6 +797,20 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     ++c->groups;
     *out = g.release();
     return 0;
+}
+
+int weft_coll_group_add_segment(weft_coll_group_t *g, void *base, size_t len, weft_mr_t *mr,
+                                const struct weft_coll_oob *oob)
+{
+    if (g == nullptr || oob == nullptr || oob->allgather == nullptr) {
+        return -WEFT_EINVAL;
+    }
+    const int rc = shm_add_segment(*g, base, len, mr, *oob);
+    if (rc != 0) {
+        log("error", "adding a symmetric segment: the out-of-band exchange failed: %s",
+            weft_strerror(rc));
+    }
+    return rc;
 }
 
 int weft_coll_group_destroy(weft_coll_group_t *g)
@@ -948,11 +968,15 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
     if (g == nullptr || args == nullptr) {
         return -WEFT_EINVAL;
     }
-    if (enums_in_range(*args) && shm_takes(*g, *args)) {
+    if (enums_in_range(*args) && g->shm != nullptr) {
         combine_fn combine = nullptr;
-        if (shm_args_ok(*g, *args, combine)) {
+        if ((args->flags & WEFT_COLL_SYMMETRIC) != 0 && shm_args_ok(*g, *args, combine) &&
+            shm_symmetric(*g, *args)) {
+            return shm_run_symmetric(*g, *args, combine);
+        }
+        if (shm_takes(*g, *args) && shm_args_ok(*g, *args, combine)) {
             return shm_run(*g, *args, combine);
-        }  // else: the general path says what is wrong
+        }  // else: the general path (it says what is wrong, if anything)
     }
     // A kept schedule with the same arguments (the v arrays compared by value).
     auto same = [&](const request &r) {
@@ -960,7 +984,7 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
         const weft_coll_args &a = *args;
         if (k.type != a.type || k.sendbuf != a.sendbuf || k.recvbuf != a.recvbuf ||
             k.count != a.count || k.datatype != a.datatype || k.op != a.op || k.root != a.root ||
-            k.algorithm != a.algorithm) {
+            k.algorithm != a.algorithm || k.flags != a.flags) {
             return false;
         }
         auto eq = [&](const std::size_t *x, const std::size_t *y) {

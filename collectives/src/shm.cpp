@@ -14,7 +14,9 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "collectives/src/coll_impl.hpp"
 
@@ -66,30 +68,17 @@ std::size_t published(const weft_coll_args &a, std::uint32_t n)
     }
 }
 
-}  // namespace
-
-bool shm_takes(const group &g, const weft_coll_args &a)
-{
-    return g.shm != nullptr && a.algorithm == WEFT_COLL_ALG_AUTO && a.flags == 0 &&
-           published(a, g.size) <= g.shm->slot;
-}
-
-int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
-{
-    shm_state &st = *g.shm;
-    context &c = *g.ctx;
-    const std::uint32_t n = g.size;
-    const std::uint32_t me = g.rank;
-    const std::uint64_t s = ++st.seq;
-    const std::size_t es = size_of(raw(a.datatype));
-    const std::size_t bytes = a.count * es;
-    auto data = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
+/// Polls a member's word until it holds at least a value, driving progress
+/// meanwhile; returns the value seen.
+struct waiter {
+    context &c;
     long spins = 0;
     long polls = 0;
-    auto wait_for = [&](std::uint32_t p, std::size_t off, std::uint64_t want) {
+    std::uint64_t operator()(std::byte *region, std::size_t off, std::uint64_t want)
+    {
         // acquire: pairs with the owner's release store; its data is visible.
         std::uint64_t v;
-        while ((v = __atomic_load_n(word(st.peer[p], off), __ATOMIC_ACQUIRE)) < want) {
+        while ((v = __atomic_load_n(word(region, off), __ATOMIC_ACQUIRE)) < want) {
             // Our endpoint's traffic and the caller's must move meanwhile: a
             // member we wait for may wait for them (the rest of a large
             // message an earlier collective sent it, credits of ours).
@@ -108,14 +97,36 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
             }
         }
         return v;
-    };
+    }
+};
+
+}  // namespace
+
+bool shm_takes(const group &g, const weft_coll_args &a)
+{
+    return g.shm != nullptr && a.algorithm == WEFT_COLL_ALG_AUTO &&
+           (a.flags & ~WEFT_COLL_SYMMETRIC) == 0 &&
+           published(a, g.size) <= g.shm->slot;
+}
+
+int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
+{
+    shm_state &st = *g.shm;
+    context &c = *g.ctx;
+    const std::uint32_t n = g.size;
+    const std::uint32_t me = g.rank;
+    const std::uint64_t s = ++st.seq;
+    const std::size_t es = size_of(raw(a.datatype));
+    const std::size_t bytes = a.count * es;
+    auto data = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
+    waiter wait_for{c};
     auto publish = [&](const void *src, std::size_t len) {
         if (s > 2) {
             for (std::uint32_t p = 0; p < n; ++p) {
                 // Nobody still reads slot s % 2. A member's `done` read at an
                 // earlier publish is usually far enough: no cache miss then.
                 if (st.done_seen[p] < s - 2) {
-                    st.done_seen[p] = wait_for(p, done_off, s - 2);
+                    st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
                 }
             }
         }
@@ -149,14 +160,14 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
         case WEFT_COLL_BARRIER:
             __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
             for (std::uint32_t p = 0; p < n; ++p) {
-                wait_for(p, ready_off, s);
+                wait_for(st.peer[p], ready_off, s);
             }
             break;
         case WEFT_COLL_BCAST:
             if (me == a.root) {
                 publish(a.recvbuf, bytes);
             } else {
-                wait_for(a.root, ready_off, s);
+                wait_for(st.peer[a.root], ready_off, s);
                 copy_bytes(a.recvbuf, data(a.root), check(a.root, bytes));
             }
             break;
@@ -165,7 +176,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
             publish(in, bytes);
             if (a.type == WEFT_COLL_ALLREDUCE || me == a.root) {
                 for (std::uint32_t p = 0; p < n; ++p) {
-                    wait_for(p, ready_off, s);
+                    wait_for(st.peer[p], ready_off, s);
                     check(p, bytes);
                 }
                 if (bytes != 0 && status == 0) {
@@ -184,7 +195,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                     if (p == me && a.sendbuf == WEFT_COLL_IN_PLACE) {
                         continue;
                     }
-                    wait_for(p, ready_off, s);
+                    wait_for(st.peer[p], ready_off, s);
                     copy_bytes(out + p * bytes, data(p), check(p, bytes));
                 }
             }
@@ -193,7 +204,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
         case WEFT_COLL_ALLTOALL:
             publish(in, bytes * n);
             for (std::uint32_t p = 0; p < n; ++p) {
-                wait_for(p, ready_off, s);
+                wait_for(st.peer[p], ready_off, s);
                 if (check(p, bytes * n) == bytes * n) {
                     copy_bytes(out + p * bytes, data(p) + me * bytes, bytes);
                 }
@@ -207,7 +218,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                                bytes);
                 }
             } else {
-                wait_for(a.root, ready_off, s);
+                wait_for(st.peer[a.root], ready_off, s);
                 if (check(a.root, bytes * n) == bytes * n) {
                     copy_bytes(a.recvbuf, data(a.root) + me * bytes, bytes);
                 }
@@ -220,7 +231,316 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
     return status;
 }
 
-int shm_setup(group &g, std::size_t slot, const weft_coll_oob &oob)
+// ------------------------------------------------------------------ symmetric buffers
+//
+// WEFT_COLL_SYMMETRIC: the buffers other members touch are at the same offset
+// of a segment every member maps, so they are read and written in place: a
+// broadcast's root stores into every member's buffer (or, above push_max,
+// members copy from the root's), allgather and alltoall push each block
+// straight to where it belongs, and large reductions combine straight from
+// the members' sources. A member writes into another's buffer only after
+// that member is done with the group's previous collective (its `done`); the
+// caller promises the buffers are ready when any member starts (OpenSHMEM's
+// rule). A member whose source others read returns only when they are done.
+
+namespace {
+
+/// Where a range of this member's symmetric memory is: its segment and offset
+/// (seg nullptr: in no segment).
+struct sym_ref {
+    const shm_state::segment *seg = nullptr;
+    std::size_t off = 0;
+    std::byte *at(std::uint32_t member) const { return seg->peer[member] + off; }
+};
+
+sym_ref find_sym(const shm_state &st, const void *p, std::size_t len)
+{
+    const auto b = reinterpret_cast<std::uintptr_t>(p);
+    for (const shm_state::segment &sg : st.segs) {
+        const auto base = reinterpret_cast<std::uintptr_t>(sg.base);
+        if (b >= base && b - base <= sg.len && len <= sg.len - (b - base)) {
+            return {&sg, std::size_t(b - base)};
+        }
+    }
+    return {};
+}
+
+/// The buffer of `a` that other members touch, and its extent in bytes
+/// (SIZE_MAX: the type has no symmetric form here).
+std::pair<const void *, std::size_t> shared_buffer(const group &g, const weft_coll_args &a)
+{
+    const std::size_t es = size_of(raw(a.datatype));
+    const std::size_t bytes = a.count * es;
+    const std::uint32_t n = g.size;
+    switch (a.type) {
+        case WEFT_COLL_BCAST:
+            return {a.recvbuf, bytes};
+        case WEFT_COLL_ALLGATHER:
+            return {a.recvbuf, bytes * n};
+        case WEFT_COLL_ALLGATHERV: {
+            if (a.recvcounts == nullptr || a.rdispls == nullptr ||
+                a.sendbuf == WEFT_COLL_IN_PLACE || a.recvcounts[g.rank] != a.count) {
+                return {nullptr, SIZE_MAX};
+            }
+            const std::size_t limit = SIZE_MAX / (std::size_t(n) + 1) / 64;
+            std::size_t end = 0;
+            for (std::uint32_t p = 0; p < n; ++p) {
+                if (a.recvcounts[p] > limit || a.rdispls[p] > limit) {
+                    return {nullptr, SIZE_MAX};
+                }
+                end = std::max(end, (a.rdispls[p] + a.recvcounts[p]) * es);
+            }
+            return {a.recvbuf, end};
+        }
+        case WEFT_COLL_ALLTOALL:
+            // In place, a member's buffer is its source too: it still reads
+            // blocks others would already write. Not here.
+            if (a.sendbuf == WEFT_COLL_IN_PLACE) {
+                return {nullptr, SIZE_MAX};
+            }
+            return {a.recvbuf, bytes * n};
+        case WEFT_COLL_REDUCE:
+        case WEFT_COLL_ALLREDUCE:
+            return {a.sendbuf == WEFT_COLL_IN_PLACE ? a.recvbuf : a.sendbuf, bytes};
+        default:
+            return {nullptr, SIZE_MAX};
+    }
+}
+
+}  // namespace
+
+bool shm_symmetric(const group &g, const weft_coll_args &a)
+{
+    const shm_state *st = g.shm.get();
+    if (st == nullptr || st->segs.empty() || a.algorithm != WEFT_COLL_ALG_AUTO ||
+        a.flags != WEFT_COLL_SYMMETRIC) {
+        return false;
+    }
+    const auto [buf, len] = shared_buffer(g, a);
+    if (len == SIZE_MAX) {
+        return false;
+    }
+    // Reductions that fit a slot are one synchronization there (each member
+    // copies its contribution in); in place they need two.
+    if ((a.type == WEFT_COLL_REDUCE || a.type == WEFT_COLL_ALLREDUCE) && len <= st->slot) {
+        return false;
+    }
+    return find_sym(*st, buf, len).seg != nullptr;
+}
+
+int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
+{
+    shm_state &st = *g.shm;
+    context &c = *g.ctx;
+    const std::uint32_t n = g.size;
+    const std::uint32_t me = g.rank;
+    const std::uint64_t s = ++st.seq;
+    const std::size_t es = size_of(raw(a.datatype));
+    const std::size_t bytes = a.count * es;
+    std::byte *const mine = st.peer[me];
+    waiter wait_for{c};
+    const auto [buf, extent] = shared_buffer(g, a);
+    const sym_ref ref = find_sym(st, buf, extent);
+    // Every member done with collective `upto` (cached: usually no load).
+    auto settle = [&](std::uint64_t upto) {
+        for (std::uint32_t p = 0; p < n; ++p) {
+            if (p != me && st.done_seen[p] < upto) {
+                st.done_seen[p] = wait_for(st.peer[p], done_off, upto);
+            }
+        }
+    };
+    auto ready = [&](std::size_t len) {
+        *word(mine, len_off(s)) = len;  // published by the release below
+        // release: our stores into the members' buffers and the length are visible.
+        __atomic_store_n(word(mine, ready_off), s, __ATOMIC_RELEASE);
+    };
+    int status = 0;
+    auto check = [&](std::uint32_t p, std::size_t want) {
+        const std::uint64_t got = *word(st.peer[p], len_off(s));  // after the acquire of `ready`
+        if (got != want && status == 0) {
+            log("error", "%s: member %u sent %llu bytes, this member expected %zu",
+                weft_coll_type_name(a.type), p, static_cast<unsigned long long>(got), want);
+            status = got > want ? -WEFT_ETRUNC : -WEFT_EINVAL;
+        }
+    };
+    auto finish = [&] {
+        // release: our reads of the members' buffers are done.
+        __atomic_store_n(word(mine, done_off), s, __ATOMIC_RELEASE);
+    };
+    // Members' `done` >= s - 1 before anything of ours changes: nobody still
+    // reads our length word of collective s - 2, and (pushes) every member's
+    // buffer is free.
+    settle(s - 1);
+    switch (a.type) {
+        case WEFT_COLL_BCAST: {
+            const bool push = bytes * (n - 1) <= st.push_max;
+            if (me == a.root) {
+                if (push) {
+                    for (std::uint32_t p = 0; p < n; ++p) {
+                        if (p != me) {
+                            copy_bytes(ref.at(p), a.recvbuf, bytes);
+                        }
+                    }
+                }
+                ready(bytes);
+                finish();
+                if (!push) {
+                    settle(s);  // everyone has copied out of our buffer
+                }
+            } else {
+                wait_for(st.peer[a.root], ready_off, s);
+                check(a.root, bytes);
+                if (!push && status == 0) {
+                    copy_bytes(a.recvbuf, ref.at(a.root), bytes);
+                }
+                finish();
+            }
+            break;
+        }
+        case WEFT_COLL_ALLGATHER:
+        case WEFT_COLL_ALLGATHERV:
+        case WEFT_COLL_ALLTOALL: {
+            // Our block (alltoall: block p of our source) to where it goes in member p.
+            const bool v = a.type == WEFT_COLL_ALLGATHERV;
+            const bool all = a.type == WEFT_COLL_ALLTOALL;
+            const std::size_t at = (v ? a.rdispls[me] * es : me * bytes);
+            const auto *src = static_cast<const std::byte *>(
+                a.sendbuf == WEFT_COLL_IN_PLACE ? static_cast<std::byte *>(a.recvbuf) + at
+                                                : a.sendbuf);
+            for (std::uint32_t p = 0; p < n; ++p) {
+                const std::byte *block = all ? src + p * bytes : src;
+                std::byte *dst = p == me ? static_cast<std::byte *>(a.recvbuf) + at : ref.at(p) + at;
+                if (dst != block) {
+                    copy_bytes(dst, block, bytes);
+                }
+            }
+            ready(bytes);
+            for (std::uint32_t p = 0; p < n; ++p) {
+                if (p != me) {
+                    wait_for(st.peer[p], ready_off, s);
+                    check(p, v ? a.recvcounts[p] * es : bytes);
+                }
+            }
+            finish();
+            break;
+        }
+        case WEFT_COLL_REDUCE:
+        case WEFT_COLL_ALLREDUCE: {
+            const bool in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
+            const bool combines = a.type == WEFT_COLL_ALLREDUCE || me == a.root;
+            ready(bytes);
+            if (combines) {
+                for (std::uint32_t p = 0; p < n; ++p) {
+                    if (p != me) {
+                        wait_for(st.peer[p], ready_off, s);
+                        check(p, bytes);
+                    }
+                }
+                std::byte *out = static_cast<std::byte *>(a.recvbuf);
+                if (in_place) {
+                    if (st.tmp.size() < bytes) {
+                        st.tmp.resize(bytes);
+                    }
+                    out = st.tmp.data();
+                }
+                // A chunk at a time through every member (in rank order:
+                // every member gets the same bits), so it stays in cache.
+                const std::size_t chunk = std::max<std::size_t>(1, 16384 / es);
+                for (std::size_t i = 0; i < a.count && status == 0; i += chunk) {
+                    const std::size_t m = std::min(chunk, a.count - i);
+                    const std::size_t off = i * es;
+                    combine(out + off, ref.at(0) + off, ref.at(1) + off, m);
+                    for (std::uint32_t p = 2; p < n; ++p) {
+                        combine(out + off, out + off, ref.at(p) + off, m);
+                    }
+                }
+                finish();
+                settle(s);  // nobody reads our source any more
+                if (in_place && status == 0) {
+                    copy_bytes(a.recvbuf, out, bytes);
+                }
+            } else {
+                finish();
+                if (st.done_seen[a.root] < s) {
+                    st.done_seen[a.root] = wait_for(st.peer[a.root], done_off, s);
+                }
+            }
+            break;
+        }
+        default:
+            return -WEFT_EINVAL;
+    }
+    return status;
+}
+
+int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr,
+                    const weft_coll_oob &oob)
+{
+    context &c = *g.ctx;
+    if (g.shm == nullptr) {
+        return 0;  // no stage on any member (the same decision everywhere)
+    }
+    shm_state &st = *g.shm;
+    struct record {
+        std::uint64_t base;
+        std::uint64_t len;
+        std::uint32_t key_len;
+        std::uint32_t pad;
+        std::byte key[WEFT_MR_KEY_MAX];
+    };
+    record mine{};
+    mine.base = reinterpret_cast<std::uint64_t>(base);
+    mine.len = len;
+    std::size_t klen = sizeof(mine.key);
+    int rc = mr == nullptr ? -WEFT_EINVAL : weft_mr_pack_key(mr, mine.key, &klen);
+    mine.key_len = rc == 0 ? std::uint32_t(klen) : 0;
+    std::vector<record> all(g.size);
+    int orc = oob.allgather(&mine, all.data(), sizeof(record), oob.arg);
+    if (orc != 0) {
+        return orc < 0 ? orc : -WEFT_EOTHER;
+    }
+    shm_state::segment sg;
+    sg.base = static_cast<std::byte *>(base);
+    sg.len = len;
+    for (const record &r : all) {
+        sg.len = std::min<std::size_t>(sg.len, r.len);
+    }
+    sg.peer.assign(g.size, nullptr);
+    sg.rkeys.assign(g.size, nullptr);
+    std::uint32_t ok = rc == 0 && base != nullptr ? 1 : 0;
+    for (std::uint32_t p = 0; p < g.size && ok != 0; ++p) {
+        if (p == g.rank) {
+            sg.peer[p] = sg.base;
+            continue;
+        }
+        const record &r = all[p];
+        if (r.key_len == 0 || r.key_len > sizeof(r.key) ||
+            weft_rkey_unpack(c.ep, g.addrs[p], r.key, r.key_len, &sg.rkeys[p]) != 0) {
+            ok = 0;
+            break;
+        }
+        sg.peer[p] = static_cast<std::byte *>(weft_rkey_ptr(sg.rkeys[p], r.base, sg.len));
+        ok = sg.peer[p] != nullptr ? 1 : 0;
+    }
+    std::vector<std::uint32_t> oks(g.size);
+    orc = oob.allgather(&ok, oks.data(), sizeof(ok), oob.arg);
+    const bool everyone = orc == 0 && std::all_of(oks.begin(), oks.end(), [](std::uint32_t v) {
+                              return v != 0;
+                          });
+    if (everyone) {
+        st.segs.push_back(std::move(sg));
+    } else {
+        for (weft_rkey_t *k : sg.rkeys) {
+            weft_rkey_release(k);
+        }
+    }
+    if (orc != 0) {
+        return orc < 0 ? orc : -WEFT_EOTHER;
+    }
+    return 0;
+}
+
+int shm_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_oob &oob)
 {
     context &c = *g.ctx;
     // Every member says where its region is and how to reach it; then every
@@ -234,6 +554,7 @@ int shm_setup(group &g, std::size_t slot, const weft_coll_oob &oob)
     };
     auto st = std::make_unique<shm_state>();
     st->slot = slot;
+    st->push_max = push_max;
     const std::size_t len = data_off + 2 * slot;
     void *mem = nullptr;
     record mine{};
@@ -285,6 +606,11 @@ int shm_setup(group &g, std::size_t slot, const weft_coll_oob &oob)
 
 shm_state::~shm_state()
 {
+    for (segment &sg : segs) {
+        for (weft_rkey_t *k : sg.rkeys) {
+            weft_rkey_release(k);
+        }
+    }
     for (weft_rkey_t *k : rkeys) {
         weft_rkey_release(k);
     }

@@ -122,6 +122,14 @@ enum weft_coll_algorithm {
 
 /** weft_coll_args::flags: keep the request after completion for weft_coll_start() again. */
 #define WEFT_COLL_PERSISTENT (1ULL << 0)
+/** weft_coll_args::flags: the buffers other members read or write are symmetric
+ *  (OpenSHMEM's symmetric objects): each lies in a segment given to
+ *  weft_coll_group_add_segment(), at the same offset on every member, and is
+ *  ready for the collective on every member when any member starts it. On a
+ *  node whose members map each other's segments, blocking collectives then
+ *  read and write the other members' buffers directly (docs/collectives.md,
+ *  "Symmetric buffers"); elsewhere the flag changes nothing. */
+#define WEFT_COLL_SYMMETRIC (1ULL << 1)
 
 /** The arguments of one collective, as MPI names them. */
 struct weft_coll_args {
@@ -169,6 +177,16 @@ int weft_coll_progress(weft_coll_context_t *ctx);
  */
 int weft_coll_group_create(weft_coll_context_t *ctx, uint32_t size, uint32_t rank,
                            const struct weft_coll_oob *oob, weft_coll_group_t **group);
+/**
+ * Declare [@p base, @p base + @p len) a symmetric segment of @p group: every
+ * member passes its own segment (registered as @p mr, made by weft_mr_alloc()
+ * so that node peers can map it) in the same call order; the group uses the
+ * smallest length. Collective over the members (one or two out-of-band
+ * exchanges). Where not every member maps every other's segment the call
+ * still succeeds and WEFT_COLL_SYMMETRIC buffers in it take the general path.
+ */
+int weft_coll_group_add_segment(weft_coll_group_t *group, void *base, size_t len, weft_mr_t *mr,
+                                const struct weft_coll_oob *oob);
 /** Free a group (local). -WEFT_EBUSY while one of its requests is active. */
 int weft_coll_group_destroy(weft_coll_group_t *group);
 /** This process's rank and the size of @p group. */

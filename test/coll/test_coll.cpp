@@ -654,6 +654,211 @@ void check_barrier(coll_env &e, std::uint64_t *arrivals, int iterations)
     }
 }
 
+/// Symmetric buffers (WEFT_COLL_SYMMETRIC, weft_coll_group_add_segment): the
+/// members' buffers are at the same offset of a weft_mr_alloc segment, as an
+/// OpenSHMEM team's are; on shm the stage reads and writes them in place.
+void check_symmetric(coll_env &e, std::byte *seg, std::size_t seg_len)
+{
+    const int n = e.c.nranks;
+    const int me = e.c.rank;
+    std::byte *const src = seg;
+    std::byte *const dst = seg + seg_len / 2;
+    auto run = [&](weft_coll_args a, const std::string &w) {
+        a.flags = WEFT_COLL_SYMMETRIC;
+        run_ok(e, a, w);
+    };
+    auto word = [](int rank, std::size_t i, int salt) {
+        return std::uint32_t(rank) << 24 ^ std::uint32_t(i * 2654435761u) ^ std::uint32_t(salt);
+    };
+    auto *s32 = reinterpret_cast<std::uint32_t *>(src);
+    auto *d32 = reinterpret_cast<std::uint32_t *>(dst);
+    // Bytes 0 .. above the push limit (256 KiB / (n - 1)): pushed and pulled broadcasts.
+    for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(3000),
+                              std::size_t(40000), std::size_t(140000)}) {
+        const std::string at = " count " + std::to_string(count) + " on " + std::to_string(n);
+        for (int root = 0; root < n; ++root) {
+            // The caller's side of the rule: a buffer others write is ready
+            // (initialized, the last result read) on every member before any
+            // member starts; here a barrier of the harness says so.
+            for (int salt : {1, 2}) {
+                for (std::size_t i = 0; i < count; ++i) {
+                    d32[i] = me == root ? word(root, i, salt) : 0;
+                }
+                e.c.barrier();
+                weft_coll_args a{};
+                a.type = WEFT_COLL_BCAST;
+                a.datatype = WEFT_COLL_UINT32;
+                a.count = count;
+                a.root = std::uint32_t(root);
+                a.recvbuf = dst;
+                run(a, "symmetric bcast root " + std::to_string(root) + at);
+                for (std::size_t i = 0; i < count; ++i) {
+                    if (d32[i] != word(root, i, salt)) {
+                        WEFT_TCHECK_MSG(false, "symmetric bcast root " + std::to_string(root) + at +
+                                                   ": element " + std::to_string(i));
+                        break;
+                    }
+                }
+                e.c.barrier();
+            }
+        }
+        if (count * std::size_t(n) * 4 > seg_len / 2) {
+            continue;
+        }
+        // allgather, in place and not; alltoall.
+        for (bool in_place : {false, true}) {
+            for (std::size_t i = 0; i < count * std::size_t(n); ++i) {
+                d32[i] = 0;
+            }
+            for (std::size_t i = 0; i < count; ++i) {
+                (in_place ? d32 + std::size_t(me) * count : s32)[i] = word(me, i, 3);
+            }
+            e.c.barrier();
+            weft_coll_args a{};
+            a.type = WEFT_COLL_ALLGATHER;
+            a.datatype = WEFT_COLL_UINT32;
+            a.count = count;
+            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : src;
+            a.recvbuf = dst;
+            run(a, "symmetric allgather" + at);
+            for (int r = 0; r < n; ++r) {
+                for (std::size_t i = 0; i < count; ++i) {
+                    if (d32[std::size_t(r) * count + i] != word(r, i, 3)) {
+                        WEFT_TCHECK_MSG(false, "symmetric allgather" + at + ": block " +
+                                                   std::to_string(r) + " element " +
+                                                   std::to_string(i));
+                        r = n;
+                        break;
+                    }
+                }
+            }
+            e.c.barrier();
+        }
+        for (std::size_t i = 0; i < count * std::size_t(n); ++i) {
+            s32[i] = word(me, i, 4);
+        }
+        weft_coll_args t{};
+        t.type = WEFT_COLL_ALLTOALL;
+        t.datatype = WEFT_COLL_UINT32;
+        t.count = count;
+        t.sendbuf = src;
+        t.recvbuf = dst;
+        run(t, "symmetric alltoall" + at);
+        for (int r = 0; r < n; ++r) {
+            for (std::size_t i = 0; i < count; ++i) {
+                if (d32[std::size_t(r) * count + i] != word(r, std::size_t(me) * count + i, 4)) {
+                    WEFT_TCHECK_MSG(false, "symmetric alltoall" + at + ": block " +
+                                               std::to_string(r) + " element " + std::to_string(i));
+                    r = n;
+                    break;
+                }
+            }
+        }
+        e.c.barrier();
+        // allgatherv: member r brings count + r elements, packed in rank order.
+        std::vector<std::size_t> counts(static_cast<std::size_t>(n));
+        std::vector<std::size_t> displs(static_cast<std::size_t>(n));
+        std::size_t total = 0;
+        for (int r = 0; r < n; ++r) {
+            counts[std::size_t(r)] = count + std::size_t(r);
+            displs[std::size_t(r)] = total;
+            total += count + std::size_t(r);
+        }
+        if (total * 4 <= seg_len / 2) {
+            for (std::size_t i = 0; i < counts[std::size_t(me)]; ++i) {
+                s32[i] = word(me, i, 5);
+            }
+            weft_coll_args v{};
+            v.type = WEFT_COLL_ALLGATHERV;
+            v.datatype = WEFT_COLL_UINT32;
+            v.count = counts[std::size_t(me)];
+            v.recvcounts = counts.data();
+            v.rdispls = displs.data();
+            v.sendbuf = src;
+            v.recvbuf = dst;
+            run(v, "symmetric allgatherv" + at);
+            for (int r = 0; r < n; ++r) {
+                for (std::size_t i = 0; i < counts[std::size_t(r)]; ++i) {
+                    if (d32[displs[std::size_t(r)] + i] != word(r, i, 5)) {
+                        WEFT_TCHECK_MSG(false, "symmetric allgatherv" + at + ": block " +
+                                                   std::to_string(r) + " element " +
+                                                   std::to_string(i));
+                        r = n;
+                        break;
+                    }
+                }
+            }
+        }
+        // Reductions (above a slot they combine from the members' sources):
+        // allreduce in place and not, reduce at every root; int64 sums.
+        auto *s64 = reinterpret_cast<std::int64_t *>(src);
+        auto *d64 = reinterpret_cast<std::int64_t *>(dst);
+        const std::size_t rc = count / 2;
+        auto contribution = [](int r, std::size_t i) { return std::int64_t(i) * (r + 1) - r; };
+        auto sum = [&](std::size_t i) {
+            std::int64_t x = 0;
+            for (int r = 0; r < n; ++r) {
+                x += contribution(r, i);
+            }
+            return x;
+        };
+        for (int form = 0; form < 2 + n; ++form) {  // allreduce, in place, reduce at each root
+            const bool in_place = form == 1;
+            for (std::size_t i = 0; i < rc; ++i) {
+                (in_place ? d64 : s64)[i] = contribution(me, i);
+                if (!in_place) {
+                    d64[i] = -1;
+                }
+            }
+            weft_coll_args a{};
+            a.type = form < 2 ? WEFT_COLL_ALLREDUCE : WEFT_COLL_REDUCE;
+            a.root = form < 2 ? 0 : std::uint32_t(form - 2);
+            a.datatype = WEFT_COLL_INT64;
+            a.op = WEFT_COLL_SUM;
+            a.count = rc;
+            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : src;
+            a.recvbuf = dst;
+            const std::string w = std::string(form < 2 ? "symmetric allreduce" : "symmetric reduce") +
+                                  (in_place ? " in place" : "") + " root " +
+                                  std::to_string(a.root) + at;
+            run(a, w);
+            if (form >= 2 && me != form - 2) {
+                continue;
+            }
+            for (std::size_t i = 0; i < rc; ++i) {
+                if (d64[i] != sum(i)) {
+                    WEFT_TCHECK_MSG(false, w + ": element " + std::to_string(i));
+                    break;
+                }
+            }
+        }
+    }
+    // A buffer outside every segment: the flag changes nothing.
+    std::vector<std::uint32_t> plain(100, me == 0 ? 7u : 0u);
+    weft_coll_args a{};
+    a.type = WEFT_COLL_BCAST;
+    a.datatype = WEFT_COLL_UINT32;
+    a.count = plain.size();
+    a.recvbuf = plain.data();
+    run(a, "symmetric flag on a buffer in no segment");
+    WEFT_TCHECK_MSG(std::all_of(plain.begin(), plain.end(), [](std::uint32_t x) { return x == 7; }),
+                    "bcast of a buffer in no segment");
+    // Counts that differ between members: an error on the members that see
+    // it, and no hang.
+    if (n >= 2) {
+        weft_coll_args m{};
+        m.type = WEFT_COLL_BCAST;
+        m.datatype = WEFT_COLL_UINT32;
+        m.count = me == 0 ? 10 : 12;
+        m.recvbuf = dst;
+        m.flags = WEFT_COLL_SYMMETRIC;
+        const int mrc = weft_coll(e.g, &m);
+        WEFT_TCHECK_MSG(me == 0 ? mrc == 0 : mrc == -WEFT_EINVAL,
+                        "mismatched symmetric bcast on rank " + std::to_string(me) + ": " +
+                            weft_strerror(mrc));
+    }
+}
+
 const char *transport()
 {
     return "shm";
@@ -961,6 +1166,37 @@ TEST_P(CollRanks, float_allreduce_gives_every_rank_the_same_bits)
                                     " got other bits with " + weft_coll_algorithm_name(alg));
                 c.barrier();
             }
+        },
+        opt));
+}
+
+// Symmetric buffers in a weft_mr_alloc segment every member maps.
+TEST_P(CollRanks, symmetric_buffers_match_the_reference)
+{
+    ASSERT_NE(oob.mem, nullptr);
+    weft::test::run_options opt;
+    opt.timeout_s = 600;
+    opt.allow_log_errors = true;  // the mismatched counts at the end
+    ASSERT_TRUE(weft::test::run_ranks(
+        GetParam(), transport(),
+        [&](rank_ctx &c) {
+            coll_env e(c, oob.mem);
+            constexpr std::size_t seg_len = std::size_t(8) << 20;
+            void *mem = nullptr;
+            weft_mr_t *mr = nullptr;
+            WEFT_TCHECK_OK(weft_mr_alloc(c.domain, seg_len,
+                                         WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ |
+                                             WEFT_ACCESS_REMOTE_WRITE,
+                                         0, &mem, &mr));
+            oob_arg arg{&c, oob.mem};
+            const weft_coll_oob o{oob_allgather, &arg};
+            WEFT_TCHECK_OK(weft_coll_group_add_segment(e.g, mem, seg_len, mr, &o));
+            check_symmetric(e, static_cast<std::byte *>(mem), seg_len);
+            c.barrier();
+            weft_coll_args bar{};
+            bar.type = WEFT_COLL_BARRIER;
+            run_ok(e, bar, "barrier before the segment goes");
+            WEFT_TCHECK_OK(weft_mr_close(mr));
         },
         opt));
 }
