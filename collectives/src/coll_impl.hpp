@@ -165,7 +165,7 @@ struct weft_coll_context {
     std::size_t alltoall_small = 256;
     std::size_t reduce_scatter_small = 8 * 1024;
     std::size_t cache_size = 16;
-    std::size_t shm_slot = 16 * 1024;  ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
+    std::size_t shm_slot = 16 * 1024;   ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
     std::size_t shm_push = 256 * 1024;  ///< WEFT_COLL_SHM_PUSH (symmetric broadcasts)
 
     int progress();
@@ -196,10 +196,10 @@ struct shm_state {
     std::size_t push_max = 0;
     /// A symmetric segment (weft_coll_group_add_segment), mapped from every member.
     struct segment {
-        std::byte *base = nullptr;          ///< this member's
-        std::size_t len = 0;                ///< the smallest of the members'
-        std::vector<std::byte *> peer;      ///< by member: its segment, mapped
-        std::vector<weft_rkey_t *> rkeys;   ///< by member (nullptr: this one)
+        std::byte *base = nullptr;         ///< this member's
+        std::size_t len = 0;               ///< the smallest of the members'
+        std::vector<std::byte *> peer;     ///< by member: its segment, mapped
+        std::vector<weft_rkey_t *> rkeys;  ///< by member (nullptr: this one)
     };
     std::vector<segment> segs;
     std::vector<std::byte> tmp;  ///< in-place reductions of symmetric buffers
@@ -249,8 +249,7 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine);
 /// maps every other's region (two more out-of-band exchanges, on every member).
 int shm_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_oob &oob);
 /// Map every member's symmetric segment (weft_coll_group_add_segment).
-int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr,
-                    const weft_coll_oob &oob);
+int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr, const weft_coll_oob &oob);
 /// Wait until the members are done with this member's region, and free it.
 void shm_teardown(group &g);
 

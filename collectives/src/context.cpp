@@ -889,6 +889,13 @@ int weft_coll_start(weft_coll_request_t *r)
     r->status = 0;
     r->st = request::state::active;
     ++g.active;
+    // A broadcast whose root names a sendbuf: the root's recvbuf gets it too,
+    // and the schedule sends from the recvbuf.
+    const weft_coll_args &a = r->args;
+    if (a.type == WEFT_COLL_BCAST && a.root == g.rank && a.sendbuf != nullptr &&
+        a.sendbuf != a.recvbuf && a.count != 0) {
+        std::memcpy(a.recvbuf, a.sendbuf, a.count * size_of(raw(a.datatype)));
+    }
     const int mode = g.ctx->triggered_mode;
     r->triggered = r->triggerable && (mode == 1 || (mode == 2 && !r->kept));
     if (r->triggered) {

@@ -105,8 +105,7 @@ struct waiter {
 bool shm_takes(const group &g, const weft_coll_args &a)
 {
     return g.shm != nullptr && a.algorithm == WEFT_COLL_ALG_AUTO &&
-           (a.flags & ~WEFT_COLL_SYMMETRIC) == 0 &&
-           published(a, g.size) <= g.shm->slot;
+           (a.flags & ~WEFT_COLL_SYMMETRIC) == 0 && published(a, g.size) <= g.shm->slot;
 }
 
 int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
@@ -165,7 +164,11 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
             break;
         case WEFT_COLL_BCAST:
             if (me == a.root) {
-                publish(a.recvbuf, bytes);
+                const void *src = a.sendbuf != nullptr ? a.sendbuf : a.recvbuf;
+                publish(src, bytes);
+                if (src != a.recvbuf) {
+                    copy_bytes(a.recvbuf, src, bytes);
+                }
             } else {
                 wait_for(st.peer[a.root], ready_off, s);
                 copy_bytes(a.recvbuf, data(a.root), check(a.root, bytes));
@@ -274,7 +277,7 @@ std::pair<const void *, std::size_t> shared_buffer(const group &g, const weft_co
     const std::uint32_t n = g.size;
     switch (a.type) {
         case WEFT_COLL_BCAST:
-            return {a.recvbuf, bytes};
+            return {a.recvbuf, bytes};  // and the source (bcast_source)
         case WEFT_COLL_ALLGATHER:
             return {a.recvbuf, bytes * n};
         case WEFT_COLL_ALLGATHERV: {
@@ -309,6 +312,12 @@ std::pair<const void *, std::size_t> shared_buffer(const group &g, const weft_co
 
 }  // namespace
 
+/// A broadcast's data on the root: its sendbuf when given, else its recvbuf.
+inline const void *bcast_source(const weft_coll_args &a)
+{
+    return a.sendbuf != nullptr ? a.sendbuf : a.recvbuf;
+}
+
 bool shm_symmetric(const group &g, const weft_coll_args &a)
 {
     const shm_state *st = g.shm.get();
@@ -325,7 +334,10 @@ bool shm_symmetric(const group &g, const weft_coll_args &a)
     if ((a.type == WEFT_COLL_REDUCE || a.type == WEFT_COLL_ALLREDUCE) && len <= st->slot) {
         return false;
     }
-    return find_sym(*st, buf, len).seg != nullptr;
+    // A broadcast reads the root's source (pulled) and writes the members'
+    // recvbuf (pushed): both symmetric.
+    return find_sym(*st, buf, len).seg != nullptr &&
+           (a.type != WEFT_COLL_BCAST || find_sym(*st, bcast_source(a), len).seg != nullptr);
 }
 
 int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
@@ -373,25 +385,33 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
     settle(s - 1);
     switch (a.type) {
         case WEFT_COLL_BCAST: {
+            // Pushed: the root stores into every member's recvbuf. Pulled:
+            // the members copy from the root's source (every member names
+            // the same symmetric sendbuf, or none) while the root copies its
+            // own source to its recvbuf.
             const bool push = bytes * (n - 1) <= st.push_max;
+            const void *src = bcast_source(a);
             if (me == a.root) {
                 if (push) {
                     for (std::uint32_t p = 0; p < n; ++p) {
                         if (p != me) {
-                            copy_bytes(ref.at(p), a.recvbuf, bytes);
+                            copy_bytes(ref.at(p), src, bytes);
                         }
                     }
                 }
                 ready(bytes);
+                if (src != a.recvbuf) {
+                    copy_bytes(a.recvbuf, src, bytes);
+                }
                 finish();
                 if (!push) {
-                    settle(s);  // everyone has copied out of our buffer
+                    settle(s);  // everyone has copied out of our source
                 }
             } else {
                 wait_for(st.peer[a.root], ready_off, s);
                 check(a.root, bytes);
                 if (!push && status == 0) {
-                    copy_bytes(a.recvbuf, ref.at(a.root), bytes);
+                    copy_bytes(a.recvbuf, find_sym(st, src, bytes).at(a.root), bytes);
                 }
                 finish();
             }
@@ -409,7 +429,8 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
                                                 : a.sendbuf);
             for (std::uint32_t p = 0; p < n; ++p) {
                 const std::byte *block = all ? src + p * bytes : src;
-                std::byte *dst = p == me ? static_cast<std::byte *>(a.recvbuf) + at : ref.at(p) + at;
+                std::byte *dst =
+                    p == me ? static_cast<std::byte *>(a.recvbuf) + at : ref.at(p) + at;
                 if (dst != block) {
                     copy_bytes(dst, block, bytes);
                 }
@@ -473,8 +494,7 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
     return status;
 }
 
-int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr,
-                    const weft_coll_oob &oob)
+int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr, const weft_coll_oob &oob)
 {
     context &c = *g.ctx;
     if (g.shm == nullptr) {
@@ -524,9 +544,8 @@ int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr,
     }
     std::vector<std::uint32_t> oks(g.size);
     orc = oob.allgather(&ok, oks.data(), sizeof(ok), oob.arg);
-    const bool everyone = orc == 0 && std::all_of(oks.begin(), oks.end(), [](std::uint32_t v) {
-                              return v != 0;
-                          });
+    const bool everyone =
+        orc == 0 && std::all_of(oks.begin(), oks.end(), [](std::uint32_t v) { return v != 0; });
     if (everyone) {
         st.segs.push_back(std::move(sg));
     } else {

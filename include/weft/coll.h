@@ -34,7 +34,9 @@ typedef struct weft_coll_request weft_coll_request_t; /**< a collective's schedu
 /** The collective operations. Counts are in elements of the datatype. */
 enum weft_coll_type {
     WEFT_COLL_BARRIER = 0,
-    WEFT_COLL_BCAST,                /**< count elements of root's recvbuf to every recvbuf */
+    WEFT_COLL_BCAST,                /**< count elements of root's recvbuf to every recvbuf;
+                                         a root's non-NULL sendbuf is the data instead (its
+                                         recvbuf gets it too) */
     WEFT_COLL_REDUCE,               /**< count elements combined into root's recvbuf */
     WEFT_COLL_ALLREDUCE,            /**< count elements combined into every recvbuf */
     WEFT_COLL_ALLGATHER,            /**< count per member; recvbuf holds size * count */

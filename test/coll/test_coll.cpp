@@ -673,16 +673,19 @@ void check_symmetric(coll_env &e, std::byte *seg, std::size_t seg_len)
     auto *s32 = reinterpret_cast<std::uint32_t *>(src);
     auto *d32 = reinterpret_cast<std::uint32_t *>(dst);
     // Bytes 0 .. above the push limit (256 KiB / (n - 1)): pushed and pulled broadcasts.
-    for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(3000),
-                              std::size_t(40000), std::size_t(140000)}) {
+    for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(3000), std::size_t(40000),
+                              std::size_t(140000)}) {
         const std::string at = " count " + std::to_string(count) + " on " + std::to_string(n);
         for (int root = 0; root < n; ++root) {
             // The caller's side of the rule: a buffer others write is ready
             // (initialized, the last result read) on every member before any
             // member starts; here a barrier of the harness says so.
+            // Salt 2: the root's data in a separate source (OpenSHMEM's
+            // form), which every member names; the root's recvbuf gets it too.
             for (int salt : {1, 2}) {
                 for (std::size_t i = 0; i < count; ++i) {
-                    d32[i] = me == root ? word(root, i, salt) : 0;
+                    d32[i] = me == root && salt == 1 ? word(root, i, salt) : 0;
+                    s32[i] = me == root && salt == 2 ? word(root, i, salt) : 0;
                 }
                 e.c.barrier();
                 weft_coll_args a{};
@@ -691,6 +694,7 @@ void check_symmetric(coll_env &e, std::byte *seg, std::size_t seg_len)
                 a.count = count;
                 a.root = std::uint32_t(root);
                 a.recvbuf = dst;
+                a.sendbuf = salt == 2 ? src : nullptr;
                 run(a, "symmetric bcast root " + std::to_string(root) + at);
                 for (std::size_t i = 0; i < count; ++i) {
                     if (d32[i] != word(root, i, salt)) {
@@ -818,9 +822,9 @@ void check_symmetric(coll_env &e, std::byte *seg, std::size_t seg_len)
             a.count = rc;
             a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : src;
             a.recvbuf = dst;
-            const std::string w = std::string(form < 2 ? "symmetric allreduce" : "symmetric reduce") +
-                                  (in_place ? " in place" : "") + " root " +
-                                  std::to_string(a.root) + at;
+            const std::string w =
+                std::string(form < 2 ? "symmetric allreduce" : "symmetric reduce") +
+                (in_place ? " in place" : "") + " root " + std::to_string(a.root) + at;
             run(a, w);
             if (form >= 2 && me != form - 2) {
                 continue;
@@ -833,16 +837,23 @@ void check_symmetric(coll_env &e, std::byte *seg, std::size_t seg_len)
             }
         }
     }
-    // A buffer outside every segment: the flag changes nothing.
-    std::vector<std::uint32_t> plain(100, me == 0 ? 7u : 0u);
-    weft_coll_args a{};
-    a.type = WEFT_COLL_BCAST;
-    a.datatype = WEFT_COLL_UINT32;
-    a.count = plain.size();
-    a.recvbuf = plain.data();
-    run(a, "symmetric flag on a buffer in no segment");
-    WEFT_TCHECK_MSG(std::all_of(plain.begin(), plain.end(), [](std::uint32_t x) { return x == 7; }),
-                    "bcast of a buffer in no segment");
+    // Buffers outside every segment: the flag changes nothing (the slot
+    // path, and the network schedules above a slot), the root's separate
+    // source included.
+    for (std::size_t count : {std::size_t(100), std::size_t(50000)}) {
+        std::vector<std::uint32_t> plain(count, 0u);
+        std::vector<std::uint32_t> source(count, me == 0 ? 7u : 0u);
+        weft_coll_args a{};
+        a.type = WEFT_COLL_BCAST;
+        a.datatype = WEFT_COLL_UINT32;
+        a.count = plain.size();
+        a.recvbuf = plain.data();
+        a.sendbuf = source.data();
+        run(a, "symmetric flag on a buffer in no segment");
+        WEFT_TCHECK_MSG(
+            std::all_of(plain.begin(), plain.end(), [](std::uint32_t x) { return x == 7; }),
+            "bcast of a buffer in no segment, count " + std::to_string(count));
+    }
     // Counts that differ between members: an error on the members that see
     // it, and no hang.
     if (n >= 2) {
@@ -853,9 +864,9 @@ void check_symmetric(coll_env &e, std::byte *seg, std::size_t seg_len)
         m.recvbuf = dst;
         m.flags = WEFT_COLL_SYMMETRIC;
         const int mrc = weft_coll(e.g, &m);
-        WEFT_TCHECK_MSG(me == 0 ? mrc == 0 : mrc == -WEFT_EINVAL,
-                        "mismatched symmetric bcast on rank " + std::to_string(me) + ": " +
-                            weft_strerror(mrc));
+        WEFT_TCHECK_MSG(
+            me == 0 ? mrc == 0 : mrc == -WEFT_EINVAL,
+            "mismatched symmetric bcast on rank " + std::to_string(me) + ": " + weft_strerror(mrc));
     }
 }
 
@@ -1184,10 +1195,10 @@ TEST_P(CollRanks, symmetric_buffers_match_the_reference)
             constexpr std::size_t seg_len = std::size_t(8) << 20;
             void *mem = nullptr;
             weft_mr_t *mr = nullptr;
-            WEFT_TCHECK_OK(weft_mr_alloc(c.domain, seg_len,
-                                         WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ |
-                                             WEFT_ACCESS_REMOTE_WRITE,
-                                         0, &mem, &mr));
+            WEFT_TCHECK_OK(weft_mr_alloc(
+                c.domain, seg_len,
+                WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ | WEFT_ACCESS_REMOTE_WRITE, 0, &mem,
+                &mr));
             oob_arg arg{&c, oob.mem};
             const weft_coll_oob o{oob_allgather, &arg};
             WEFT_TCHECK_OK(weft_coll_group_add_segment(e.g, mem, seg_len, mr, &o));
