@@ -1,13 +1,15 @@
-// Teams and collectives (docs/shmem.md, "Teams and collectives").
+// Teams and the deprecated active-set collectives (docs/shmem.md, "Teams and
+// collectives"). Team collectives go through the collectives library
+// (team_coll.cpp); this file makes and destroys teams, and runs the active-set
+// routines (shmem_broadcast64, shmem_long_sum_to_all, ...) whose pSync and
+// pWrk are the only memory they may use.
 //
-// Every collective here pulls: the members meet (a counting dissemination
-// barrier over the group's symmetric words), each reads what it needs from
+// Every active-set collective pulls: the members meet (a counting
+// dissemination barrier over the set's pSync), each reads what it needs from
 // the others' symmetric source buffers -- memcpy from node peers' mapped
 // heaps, weft gets otherwise -- and the members meet again before anyone may
-// change a source. No scratch space in symmetric memory, no message per
-// element, and on a node a broadcast or reduction is one copy per member.
-// These are the team algorithms until the collectives library (collectives/)
-// takes over.
+// change a source. Small broadcasts and reductions push instead (one signal
+// per member). On a node a broadcast or reduction is one copy per member.
 
 #include <complex>
 #include <cstring>
@@ -47,20 +49,13 @@ void group_sync(const group &gr, const char *routine)
     }
 }
 
-namespace {
-
-group group_of(shmem_team_opaque *t)
+group team_group(shmem_team_opaque *t)
 {
     internal_area *in = internal();
-    return {t->pes.data(),
-            static_cast<int>(t->pes.size()),
-            t->me,
-            in->teams[t->slot].round,
-            0,
-            &in->scratch[t->slot][0][0],
-            team_scratch,
-            &t->reductions};
+    return {t->pes.data(), static_cast<int>(t->pes.size()), t->me, in->teams[t->slot].round, 0};
 }
+
+namespace {
 
 /// Members of an active set: PE_start + i * 2^logPE_stride.
 /// The member list lives in per-thread storage that the next active-set
@@ -145,7 +140,7 @@ void pull(const group &gr, const char *routine, void *dst, const void *src, std:
 constexpr std::size_t push_bcast_max = 256 * 1024;
 
 void broadcast(const group &gr, const char *routine, void *dest, const void *source,
-               std::size_t len, int root, bool root_too)
+               std::size_t len, int root)
 {
     if (root < 0 || root >= gr.n) {
         fatal(routine, "PE_root %d is not a member (0..%d)", root, gr.n - 1);
@@ -163,9 +158,6 @@ void broadcast(const group &gr, const char *routine, void *dest, const void *sou
                                gr.pes[j], false);
                 }
             }
-            if (root_too && dest != source) {
-                std::memmove(dest, source, len);
-            }
         } else {
             await_arrivals(gr, arrived, 1);
         }
@@ -174,8 +166,6 @@ void broadcast(const group &gr, const char *routine, void *dest, const void *sou
     group_sync(gr, routine);  // the root's source is ready, every dest is free
     if (gr.me != root) {
         get(&g.world, routine, dest, source, len, gr.pes[root], false);
-    } else if (root_too && dest != source) {
-        std::memmove(dest, source, len);
     }
     group_sync(gr, routine);  // the root may change its source again
 }
@@ -296,20 +286,14 @@ void reduce(const group &gr, const char *routine, red_op op, T *dest, const T *s
     const std::size_t pushed = bytes * std::size_t(gr.n - 1);  // into each member's buffer
     if (gr.scratch != nullptr && pushed <= push_reduce_max && pushed <= gr.scratch_len) {
         // Small: push. Member j's contribution lands in slot j (j < me) or
-        // j - 1 of every other member's buffer, with a signal; each member
-        // waits for n - 1 signals. A team alternates two buffers: a member
-        // cannot push into a buffer twice before its owner has read it, as
-        // finishing the reduction in between needs the owner's contribution.
-        int half = 0;
-        if (gr.uses != nullptr) {
-            half = static_cast<int>((*gr.uses)++ & 1);
-        }
-        char *buf = gr.scratch + std::size_t(half) * gr.scratch_len;
-        std::int64_t *arrived = &gr.words[word_reduce + half];
-        // An active set's pSync is not reused before everyone is done with
-        // it (the routine's precondition): there each pusher sets a flag of
-        // its own, a store rather than an atomic add on a shared counter.
-        const bool flags = gr.uses == nullptr && gr.n - 1 <= max_flags;
+        // j - 1 of every other member's pWrk, with a signal; each member
+        // waits for n - 1 signals.
+        char *buf = gr.scratch;
+        std::int64_t *arrived = &gr.words[word_reduce];
+        // pSync is not reused before everyone is done with it (the routine's
+        // precondition): each pusher sets a flag of its own, a store rather
+        // than an atomic add on a shared counter.
+        const bool flags = gr.n - 1 <= max_flags;
         // Up to 56 bytes go into pSync itself, each behind its flag in one
         // 64-byte slot: the owner then misses one cache line per member, not
         // two (pWrk's and pSync's). pSync goes back to its resting value.
@@ -390,7 +374,7 @@ void reduce(const group &gr, const char *routine, red_op op, T *dest, const T *s
 /// free slots, the common ones win (lowest first). -1s when there are not enough.
 void agree_on_slots(shmem_team_opaque *parent, const char *routine, int want, int *out)
 {
-    const group gr = group_of(parent);
+    const group gr = team_group(parent);
     std::int64_t *mask = &internal()->teams[parent->slot].mask;
     __atomic_store_n(mask, static_cast<std::int64_t>(~g.used_slots), __ATOMIC_RELEASE);
     group_sync(gr, routine);
@@ -574,7 +558,10 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
         *new_team = make_team(std::move(pes), slot, config, config_mask);
     }
     // Nobody uses the new team before every member has set it up.
-    group_sync(group_of(p), __func__);
+    group_sync(team_group(p), __func__);
+    if (member) {
+        team_coll_open(*new_team, __func__);
+    }
     return 0;
 }
 
@@ -614,7 +601,10 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
     }
     *xaxis_team = make_team(std::move(xs), slots[0], xaxis_config, xaxis_mask);
     *yaxis_team = make_team(std::move(ys), slots[1], yaxis_config, yaxis_mask);
-    group_sync(group_of(p), __func__);
+    group_sync(team_group(p), __func__);
+    // Every PE is in one row and one column: rows first everywhere.
+    team_coll_open(*xaxis_team, __func__);
+    team_coll_open(*yaxis_team, __func__);
     return 0;
 }
 
@@ -638,7 +628,8 @@ void shmem_team_destroy(shmem_team_t team)
     for (shmem_ctx_t c : own) {
         shmem_ctx_destroy(c);
     }
-    group_sync(group_of(t), __func__);  // nobody still synchronizes through its slot
+    group_sync(team_group(t), __func__);  // nobody still synchronizes through its slot
+    team_coll_close(t);
     g.used_slots &= ~(std::uint64_t{1} << t->slot);
     delete t;
 }
@@ -670,136 +661,6 @@ int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team)
     return 0;
 }
 
-int shmem_team_sync(shmem_team_t team)
-{
-    shmem_team_opaque *t = usable(__func__, team);
-    if (t == nullptr) {
-        return -1;
-    }
-    group_sync(group_of(t), __func__);
-    return 0;
-}
-
-// ------------------------------------------------------------------ team collectives
-
-#define WEFT_SHMEM_COLL_TYPED(TYPE, NAME)                                                          \
-    int shmem_##NAME##_broadcast(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nelems, \
-                                 int PE_root)                                                      \
-    {                                                                                              \
-        return shmem_broadcastmem(team, dest, source, nelems * sizeof(TYPE), PE_root);             \
-    }                                                                                              \
-    int shmem_##NAME##_collect(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nelems)   \
-    {                                                                                              \
-        return shmem_collectmem(team, dest, source, nelems * sizeof(TYPE));                        \
-    }                                                                                              \
-    int shmem_##NAME##_fcollect(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nelems)  \
-    {                                                                                              \
-        return shmem_fcollectmem(team, dest, source, nelems * sizeof(TYPE));                       \
-    }                                                                                              \
-    int shmem_##NAME##_alltoall(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nelems)  \
-    {                                                                                              \
-        return shmem_alltoallmem(team, dest, source, nelems * sizeof(TYPE));                       \
-    }                                                                                              \
-    int shmem_##NAME##_alltoalls(shmem_team_t team, TYPE *dest, const TYPE *source, ptrdiff_t dst, \
-                                 ptrdiff_t sst, size_t nelems)                                     \
-    {                                                                                              \
-        shmem_team_opaque *t = usable(__func__, team);                                             \
-        if (t == nullptr) {                                                                        \
-            return -1;                                                                             \
-        }                                                                                          \
-        alltoalls(group_of(t), __func__, dest, source, dst, sst, nelems, sizeof(TYPE));            \
-        return 0;                                                                                  \
-    }
-SHMEM_RMA_TYPES(WEFT_SHMEM_COLL_TYPED)
-#undef WEFT_SHMEM_COLL_TYPED
-
-int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems,
-                       int PE_root)
-{
-    shmem_team_opaque *t = usable(__func__, team);
-    if (t == nullptr) {
-        return -1;
-    }
-    broadcast(group_of(t), __func__, dest, source, nelems, PE_root, true);
-    return 0;
-}
-
-int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
-{
-    shmem_team_opaque *t = usable(__func__, team);
-    if (t == nullptr) {
-        return -1;
-    }
-    collect(group_of(t), __func__, dest, source, nelems);
-    return 0;
-}
-
-int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
-{
-    shmem_team_opaque *t = usable(__func__, team);
-    if (t == nullptr) {
-        return -1;
-    }
-    fcollect(group_of(t), __func__, dest, source, nelems);
-    return 0;
-}
-
-int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
-{
-    shmem_team_opaque *t = usable(__func__, team);
-    if (t == nullptr) {
-        return -1;
-    }
-    alltoalls(group_of(t), __func__, dest, source, 1, 1, nelems, 1);
-    return 0;
-}
-
-int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst,
-                       ptrdiff_t sst, size_t nelems)
-{
-    shmem_team_opaque *t = usable(__func__, team);
-    if (t == nullptr) {
-        return -1;
-    }
-    alltoalls(group_of(t), __func__, dest, source, dst, sst, nelems, 1);
-    return 0;
-}
-
-// Reductions: the C type, the C++ type it is computed in, the operation.
-#define WEFT_SHMEM_REDUCE(TYPE, CXX, NAME, OP, ROP)                                     \
-    int shmem_##NAME##_##OP##_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, \
-                                     size_t nreduce)                                    \
-    {                                                                                   \
-        shmem_team_opaque *t = usable(__func__, team);                                  \
-        if (t == nullptr) {                                                             \
-            return -1;                                                                  \
-        }                                                                               \
-        reduce<CXX>(group_of(t), __func__, ROP, reinterpret_cast<CXX *>(dest),          \
-                    reinterpret_cast<const CXX *>(source), nreduce);                    \
-        return 0;                                                                       \
-    }
-#define WEFT_SHMEM_REDUCE_BIT(TYPE, NAME)                  \
-    WEFT_SHMEM_REDUCE(TYPE, TYPE, NAME, and, red_op::and_) \
-    WEFT_SHMEM_REDUCE(TYPE, TYPE, NAME, or, red_op::or_)   \
-    WEFT_SHMEM_REDUCE(TYPE, TYPE, NAME, xor, red_op::xor_)
-#define WEFT_SHMEM_REDUCE_CMP(TYPE, NAME)                 \
-    WEFT_SHMEM_REDUCE(TYPE, TYPE, NAME, max, red_op::max) \
-    WEFT_SHMEM_REDUCE(TYPE, TYPE, NAME, min, red_op::min)
-#define WEFT_SHMEM_REDUCE_ARITH(TYPE, NAME)               \
-    WEFT_SHMEM_REDUCE(TYPE, TYPE, NAME, sum, red_op::sum) \
-    WEFT_SHMEM_REDUCE(TYPE, TYPE, NAME, prod, red_op::prod)
-SHMEM_REDUCE_BIT_TYPES(WEFT_SHMEM_REDUCE_BIT)
-SHMEM_REDUCE_CMP_TYPES(WEFT_SHMEM_REDUCE_CMP)
-SHMEM_REDUCE_CMP_TYPES(WEFT_SHMEM_REDUCE_ARITH)
-WEFT_SHMEM_REDUCE(double _Complex, std::complex<double>, complexd, sum, red_op::sum)
-WEFT_SHMEM_REDUCE(double _Complex, std::complex<double>, complexd, prod, red_op::prod)
-WEFT_SHMEM_REDUCE(float _Complex, std::complex<float>, complexf, sum, red_op::sum)
-WEFT_SHMEM_REDUCE(float _Complex, std::complex<float>, complexf, prod, red_op::prod)
-#undef WEFT_SHMEM_REDUCE_ARITH
-#undef WEFT_SHMEM_REDUCE_CMP
-#undef WEFT_SHMEM_REDUCE_BIT
-#undef WEFT_SHMEM_REDUCE
-
 // ------------------------------------------------------------------ active-set collectives
 
 void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync)
@@ -820,7 +681,7 @@ void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync)
                                int PE_start, int logPE_stride, int PE_size, long *pSync)     \
     {                                                                                        \
         const active_set a = active_of(__func__, PE_start, logPE_stride, PE_size, pSync);    \
-        broadcast(a.gr, __func__, dest, source, nelems *(SIZE / 8), PE_root, false);         \
+        broadcast(a.gr, __func__, dest, source, nelems *(SIZE / 8), PE_root);                \
     }                                                                                        \
     void shmem_collect##SIZE(void *dest, const void *source, size_t nelems, int PE_start,    \
                              int logPE_stride, int PE_size, long *pSync)                     \

@@ -474,6 +474,10 @@ void init_library(int requested, const char *routine)
     }
     std::fflush(stdout);
     sync_all(routine);
+    // The predefined teams' collectives groups (every PE is in the world team
+    // and in its node's shared team: each makes the world's first).
+    team_coll_open(&g.world_team, routine);
+    team_coll_open(&g.shared_team, routine);
 }
 
 }  // namespace
@@ -712,6 +716,11 @@ void shmem_finalize(void)
         return;
     }
     shmem_barrier_all();
+    // Teams' collectives groups (the program's teams not destroyed too): every
+    // member is past its last collective, the barrier above being the world's.
+    while (!g.teams.empty()) {
+        team_coll_close(g.teams.back());
+    }
     for (auto *list : {&g.ctxs, &g.spare_ctxs}) {
         for (shmem_ctx_opaque *c : *list) {
             close_ctx(c);

@@ -10,6 +10,7 @@
 // symmetric address into one of those for a PE, or reports a clear error.
 
 #include <shmem.h>
+#include <weft/coll.h>
 #include <weft/weft.h>
 
 #include <atomic>
@@ -25,7 +26,10 @@ struct shmem_team_opaque {
     int slot = -1;
     shmem_team_config_t config{};
     bool predefined = false;
-    std::uint64_t reductions = 0;  ///< pushed reductions so far: their parity picks the buffer
+    /// The team as a collectives group (team_coll.cpp), on a context of its own.
+    weft_coll_context_t *coll_ctx = nullptr;
+    weft_coll_group_t *coll = nullptr;
+    std::mutex coll_mu;  ///< SHMEM_THREAD_MULTIPLE: one thread at a time in coll_ctx
 };
 
 /// A communication context: its own endpoint (an ordering and completion
@@ -85,6 +89,8 @@ struct state {
     shmem_team_opaque world_team;                ///< SHMEM_TEAM_WORLD
     shmem_team_opaque shared_team;               ///< SHMEM_TEAM_SHARED
     std::uint64_t used_slots = 0;                ///< team slots this PE's teams hold
+    std::mutex teams_mu;                         ///< guards `teams`
+    std::vector<shmem_team_opaque *> teams;      ///< teams with a collectives group
     unsigned spins_before_yield = 8;             ///< backoff: polls before each wait yields
 };
 
@@ -115,6 +121,13 @@ shmem_ctx_opaque *ctx_of(const char *routine, shmem_ctx_t ctx);
 int create_ctx(const char *routine, long options, shmem_team_opaque *team, shmem_ctx_t *ctx);
 /// Set up SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED (at init).
 void init_teams();
+/// Make the team's collectives group (every member calls it; team_coll.cpp).
+void team_coll_open(shmem_team_opaque *t, const char *routine);
+/// Free it (local; after the members' last collective on the team).
+void team_coll_close(shmem_team_opaque *t);
+/// Run a collective on the team's group (WEFT_COLL_SYMMETRIC added): 0, or
+/// -1 with a message on stderr.
+int team_coll(shmem_team_opaque *t, const char *routine, weft_coll_args &a);
 /// Locate [addr, addr + len) of PE `pe` for context `c`; fatal when the range is
 /// not symmetric.
 target locate(const shmem_ctx_opaque *c, const char *routine, const void *addr, std::size_t len,
@@ -221,8 +234,12 @@ void amo(shmem_ctx_opaque *c, const char *routine, weft_atomic_op op, weft_datat
          std::size_t size, void *dest, const void *operand, const void *compare, void *result,
          int pe, bool nbi);
 
-/// The dissemination barrier over every PE (shmem_sync_all; barrier_all quiets first).
+/// The dissemination barrier over every PE over symmetric flags (start-up,
+/// before the teams' collectives groups exist).
 void sync_all(const char *routine);
+/// The world team's barrier through the collectives library (shmem_sync_all;
+/// barrier_all quiets first); fatal when it fails.
+void world_barrier(const char *routine);
 
 // ------------------------------------------------------------------ the symmetric heap
 
@@ -242,7 +259,7 @@ enum word : int {
     word_count = 64,   ///< collect: this PE's contribution in bytes
     word_mask = 65,    ///< team splits: this PE's free slots (teams only)
     word_bcast = 66,   ///< pushed broadcasts that arrived here
-    word_reduce = 67,  ///< pushed reduction contributions that arrived, by buffer (2 in a team)
+    word_reduce = 67,  ///< pushed reduction contributions that arrived (active sets)
     word_flags = 68,   ///< active sets: a flag per pushing member (reductions)
 };
 inline constexpr int max_flags = SHMEM_SYNC_SIZE - word_flags;
@@ -261,15 +278,15 @@ static_assert(offsetof(team_words, reduce) == word_reduce * sizeof(std::int64_t)
 static_assert(word_reduce + 1 < SHMEM_SYNC_SIZE);
 inline constexpr int max_teams = 64;  ///< slots; 0 is SHMEM_TEAM_WORLD, 1 SHMEM_TEAM_SHARED
 
-/// Bytes of one of a team's two reduction buffers: members push reductions of
-/// up to this many bytes times (members - 1) here instead of synchronizing twice.
-inline constexpr std::size_t team_scratch = 4096;
+/// Bytes of a team slot's scratch: the out-of-band exchange that makes the
+/// team's collectives group (team_coll.cpp) goes through it.
+inline constexpr std::size_t team_scratch = 8192;
 
 /// Internal symmetric words at the start of the heap.
 struct internal_area {
     std::uint64_t barrier_flags[64];  ///< shmem_barrier_all: round k's flag
     team_words teams[max_teams];
-    alignas(64) char scratch[max_teams][2][team_scratch];  ///< pushed reductions, by team slot
+    alignas(64) char scratch[max_teams][team_scratch];  ///< by team slot
 };
 inline internal_area *internal() noexcept
 {
@@ -286,13 +303,14 @@ struct group {
     int me;               ///< this PE's index
     std::int64_t *words;  ///< round k at words[k], then `enum word`
     std::int64_t base;    ///< the words' resting value
-    /// Symmetric buffers that small reductions push into (nullptr: none):
-    /// a team's two (the parity of `*uses` picks one), or an active set's pWrk.
+    /// The symmetric buffer small reductions push into (an active set's
+    /// pWrk), or nullptr.
     char *scratch = nullptr;
-    std::size_t scratch_len = 0;    ///< bytes of each buffer
-    std::uint64_t *uses = nullptr;  ///< teams: pushed reductions so far; nullptr: one buffer
+    std::size_t scratch_len = 0;  ///< its bytes
 };
 /// Counting dissemination barrier over the group (no quiet).
 void group_sync(const group &gr, const char *routine);
+/// A team's members and its slot's symmetric words as a group.
+group team_group(shmem_team_opaque *t);
 
 }  // namespace weft::shmem

@@ -132,6 +132,15 @@ void sync_all(const char *routine)
     }
 }
 
+void world_barrier(const char *routine)
+{
+    weft_coll_args a{};
+    a.type = WEFT_COLL_BARRIER;
+    if (team_coll(&g.world_team, routine, a) != 0) {
+        fatal(routine, "the barrier over every PE failed");
+    }
+}
+
 }  // namespace weft::shmem
 
 using namespace weft::shmem;
@@ -316,13 +325,13 @@ void shmem_barrier_all(void)
     check_init(__func__);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     quiet(&g.world, __func__);
-    sync_all(__func__);
+    world_barrier(__func__);
 }
 
 void shmem_sync_all(void)
 {
     check_init(__func__);
-    sync_all(__func__);
+    world_barrier(__func__);
 }
 
 }  // extern "C"

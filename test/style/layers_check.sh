@@ -6,7 +6,7 @@
 #              included only from itself and from registry.cpp;
 #   proto      includes base, proto and transport's interface headers only;
 #   core       includes base, transport (interface, address, registry), proto, core;
-#   shmem      includes shmem, weft.h and config.h only;
+#   shmem      includes shmem, weft.h, weft/coll.h and config.h only;
 #   collectives includes collectives, weft.h and weft/coll.h only;
 #   no WEFT_TRANSPORT_* condition outside src/transport/registry.cpp.
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,12 +44,13 @@ for f in $(find src -name '*.cpp' -o -name '*.hpp' | sort); do
         esac
     done
 done
-# shmem/ is a user of weft: its own files, weft.h and config.h only.
+# shmem/ is a user of weft and of the collectives library: its own files,
+# weft.h, weft/coll.h and config.h only.
 for f in $(find shmem -name '*.cpp' -o -name '*.hpp' -o -name '*.h' | sort); do
     for inc in $(includes "$f"); do
         case "$inc" in
-            shmem/* | weft/weft.h | config.h) ;;
-            *) fail "$f includes \"$inc\": shmem/ uses weft.h only" ;;
+            shmem/* | weft/weft.h | weft/coll.h | config.h) ;;
+            *) fail "$f includes \"$inc\": shmem/ uses weft.h and weft/coll.h only" ;;
         esac
     done
 done
