@@ -189,6 +189,7 @@ struct shm_state {
     std::vector<std::byte *> peer;         ///< by member: its region, mapped
     std::size_t slot = 0;                  ///< bytes of each of the two data slots
     std::uint64_t seq = 0;                 ///< collectives run on this path
+    std::uint64_t last_data = 0;           ///< the last of them that was no barrier
     std::vector<std::uint64_t> done_seen;  ///< by member: its `done` when last read
     /// Symmetric buffers that go straight to the members (the root's pushes
     /// of a broadcast) up to this many bytes times receivers (the smallest

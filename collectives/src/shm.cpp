@@ -115,6 +115,9 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
     const std::uint32_t n = g.size;
     const std::uint32_t me = g.rank;
     const std::uint64_t s = ++st.seq;
+    if (a.type != WEFT_COLL_BARRIER) {
+        st.last_data = s;
+    }
     const std::size_t es = size_of(raw(a.datatype));
     const std::size_t bytes = a.count * es;
     auto data = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
@@ -160,6 +163,9 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
             __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
             for (std::uint32_t p = 0; p < n; ++p) {
                 wait_for(st.peer[p], ready_off, s);
+                // p stored `done` = s - 1 before it entered: no load needed
+                // later to know it (the next publish or push waits for none).
+                st.done_seen[p] = std::max(st.done_seen[p], s - 1);
             }
             break;
         case WEFT_COLL_BCAST:
@@ -379,10 +385,12 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
         // release: our reads of the members' buffers are done.
         __atomic_store_n(word(mine, done_off), s, __ATOMIC_RELEASE);
     };
-    // Members' `done` >= s - 1 before anything of ours changes: nobody still
-    // reads our length word of collective s - 2, and (pushes) every member's
-    // buffer is free.
-    settle(s - 1);
+    // Before anything of ours changes: every member's `done` >= s - 2 (nobody
+    // still reads our length word of collective s - 2) and >= the group's
+    // last collective on the stage that touched buffers (pushes: every
+    // member's buffer is free). A barrier in between touches none.
+    settle(std::max<std::uint64_t>(st.last_data, s >= 2 ? s - 2 : 0));
+    st.last_data = s;
     switch (a.type) {
         case WEFT_COLL_BCAST: {
             // Pushed: the root stores into every member's recvbuf. Pulled:
