@@ -167,6 +167,7 @@ struct weft_coll_context {
     std::size_t cache_size = 16;
     std::size_t shm_slot = 16 * 1024;   ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
     std::size_t shm_push = 256 * 1024;  ///< WEFT_COLL_SHM_PUSH (symmetric broadcasts)
+    std::string node_name;  ///< WEFT_COLL_NODE: this process's node (default: the host name)
 
     int progress();
     /// Start a run in the triggered form: post every operation at once.
@@ -225,6 +226,13 @@ struct weft_coll_group {
     std::size_t active = 0;              ///< requests started and not done
     std::vector<std::unique_ptr<request>> kept;  ///< weft_coll()'s schedules, most recent last
     std::unique_ptr<weft::coll::shm_state> shm;  ///< the shared-memory stage, or none
+    // Groups that span nodes (hier.cpp); none on a single node.
+    std::unique_ptr<weft_coll_group> node;     ///< this member's node, with the stage
+    std::unique_ptr<weft_coll_group> leaders;  ///< on node leaders: one member per node
+    std::vector<std::uint32_t> node_rank;      ///< by member: its rank in its node's group
+    std::vector<std::uint32_t> leader;         ///< by node: the member leading it
+    std::vector<std::byte> hier_tmp;           ///< a reduce's result on members not its root
+    std::uint32_t nodes = 1;                   ///< nodes the members are on
 };
 
 namespace weft::coll {
@@ -253,6 +261,18 @@ int shm_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_
 int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr, const weft_coll_oob &oob);
 /// Wait until the members are done with this member's region, and free it.
 void shm_teardown(group &g);
+
+/// Make the node and leaders groups of a group whose members are on `nodes`
+/// nodes (several on some), each node's with a stage of `slot`-byte slots;
+/// every member takes part in the exchanges (three or more rounds of `oob`).
+int hier_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_oob &oob,
+               std::uint32_t nodes);
+/// Whether `a` runs in the node / leaders / node form on `g`.
+bool hier_takes(const group &g, const weft_coll_args &a);
+/// Run `a` (checked as shm_args_ok does) in that form.
+int hier_run(group &g, const weft_coll_args &a, combine_fn combine);
+/// Free the node and leaders groups (waiting for the node's members, as shm_teardown).
+void hier_teardown(group &g);
 
 /// Fill the request's schedule for its (validated) arguments. Returns 0 or
 /// -WEFT_EINVAL (an algorithm that does not apply, logged) or -WEFT_ENOMEM.

@@ -27,7 +27,8 @@ constexpr const char *known_vars[] = {"WEFT_COLL_BCAST_LARGE",
                                       "WEFT_COLL_CACHE",
                                       "WEFT_COLL_TRIGGERED",
                                       "WEFT_COLL_SHM_SLOT",
-                                      "WEFT_COLL_SHM_PUSH"};
+                                      "WEFT_COLL_SHM_PUSH",
+                                      "WEFT_COLL_NODE"};
 
 /// Warn about WEFT_COLL_* variables that are none of ours (a typo would
 /// otherwise be ignored silently).
@@ -636,6 +637,9 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     c->cache_size = env_size("WEFT_COLL_CACHE", c->cache_size);
     c->shm_slot = env_size("WEFT_COLL_SHM_SLOT", c->shm_slot);
     c->shm_push = env_size("WEFT_COLL_SHM_PUSH", c->shm_push);
+    if (const char *v = std::getenv("WEFT_COLL_NODE"); v != nullptr && *v != '\0') {
+        c->node_name = v;
+    }
     if (c->shm_slot > (std::size_t(1) << 30)) {
         log("warn", "WEFT_COLL_SHM_SLOT=%zu is above 1 GiB; using 1 GiB", c->shm_slot);
         c->shm_slot = std::size_t(1) << 30;
@@ -721,7 +725,11 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
         return rc;
     }
     h.addr_len = std::uint32_t(alen);
-    gethostname(h.node, sizeof(h.node) - 1);
+    if (!c->node_name.empty()) {
+        std::strncpy(h.node, c->node_name.c_str(), sizeof(h.node) - 1);
+    } else {
+        gethostname(h.node, sizeof(h.node) - 1);
+    }
     std::memcpy(mine.data(), &h, sizeof(h));
     rc = oob->allgather(mine.data(), all.data(), rec, oob->arg);
     if (rc != 0) {
@@ -770,11 +778,11 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
         }
         g->addrs[i] = known->second;
     }
-    if (g->id == UINT32_MAX) {
+    if (g->id >= UINT32_MAX - 1) {
         log("error", "group creation: out of group ids");
         return -WEFT_ENOMEM;
     }
-    c->next_group_id = g->id + 1;
+    c->next_group_id = g->id + 2;  // the next for a leaders' group (hier.cpp)
     g->node_peers =
         std::uint32_t(std::count(g->node_of.begin(), g->node_of.end(), g->node_of[rank]));
     // Waiting: with a core per process of this node, spin; with more processes
@@ -790,6 +798,16 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
         rc = shm_setup(*g, shm_slot, shm_push, *oob);
         if (rc != 0) {
             log("error", "group creation: the shared-memory exchange failed: %s",
+                weft_strerror(rc));
+            return rc;
+        }
+    }
+    // Members on several nodes, several on some: the node / leaders form.
+    g->nodes = std::uint32_t(nodes.size());
+    if (shm_slot > 0 && nodes.size() > 1 && nodes.size() < size) {
+        rc = hier_setup(*g, shm_slot, shm_push, *oob, std::uint32_t(nodes.size()));
+        if (rc != 0) {
+            log("error", "group creation: the exchange for the nodes' stages failed: %s",
                 weft_strerror(rc));
             return rc;
         }
@@ -822,6 +840,7 @@ int weft_coll_group_destroy(weft_coll_group_t *g)
         return -WEFT_EBUSY;
     }
     shm_teardown(*g);
+    hier_teardown(*g);
     for (auto &k : g->kept) {
         if (k->failed_run) {
             (void)k.release();  // the context's failed list has it
@@ -839,6 +858,14 @@ uint32_t weft_coll_group_rank(const weft_coll_group_t *g)
 uint32_t weft_coll_group_size(const weft_coll_group_t *g)
 {
     return g->size;
+}
+uint32_t weft_coll_group_nodes(const weft_coll_group_t *g)
+{
+    return g->nodes;
+}
+int weft_coll_group_hierarchical(const weft_coll_group_t *g)
+{
+    return g->node != nullptr ? 1 : 0;
 }
 
 int weft_coll_init(weft_coll_group_t *g, const struct weft_coll_args *args,
@@ -974,6 +1001,12 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
 {
     if (g == nullptr || args == nullptr) {
         return -WEFT_EINVAL;
+    }
+    if (g->node != nullptr && enums_in_range(*args) && hier_takes(*g, *args)) {
+        combine_fn combine = nullptr;
+        if (shm_args_ok(*g, *args, combine)) {
+            return hier_run(*g, *args, combine);
+        }
     }
     if (enums_in_range(*args) && g->shm != nullptr) {
         combine_fn combine = nullptr;

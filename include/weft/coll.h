@@ -194,6 +194,12 @@ int weft_coll_group_destroy(weft_coll_group_t *group);
 /** This process's rank and the size of @p group. */
 uint32_t weft_coll_group_rank(const weft_coll_group_t *group);
 uint32_t weft_coll_group_size(const weft_coll_group_t *group);
+/** Nodes the members of @p group are on (by the node names exchanged at creation:
+ *  the host name, or WEFT_COLL_NODE). */
+uint32_t weft_coll_group_nodes(const weft_coll_group_t *group);
+/** Whether small blocking collectives of @p group run in the node / leaders / node
+ *  form (members on several nodes, several on some; docs/collectives.md). */
+int weft_coll_group_hierarchical(const weft_coll_group_t *group);
 
 /**
  * Plan the collective @p args on @p group (validated here: a bad type, op, root

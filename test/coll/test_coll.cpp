@@ -1310,6 +1310,162 @@ TEST(CollLarge, sixteen_mebibytes)
     }
 }
 
+// Groups that span nodes: WEFT_COLL_NODE gives forked ranks of this host
+// node names of their own, so the node / leaders / node form runs for real
+// (the stage on each "node", messages among the leaders): barrier, broadcast
+// from every root (with and without a separate source), allreduce and reduce
+// at every root, in place and not, the same bits everywhere, a size above a
+// slot (the flat schedules), and data movement on the same group.
+TEST(CollNodes, node_leaders_node_matches_the_reference)
+{
+    if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
+        GTEST_SKIP() << "shm unavailable";
+    }
+    oob_area oob;
+    ASSERT_NE(oob.mem, nullptr);
+    struct layout {
+        const char *name;
+        int (*node)(int rank);
+    };
+    const layout layouts[] = {
+        {"pairs", [](int r) { return r / 2; }},
+        {"one alone", [](int r) { return r == 0 ? 0 : 1; }},
+        {"interleaved", [](int r) { return r % 2; }},
+    };
+    for (int n : {3, 4, 5, 6}) {
+        for (const layout &l : layouts) {
+            weft::test::run_options opt;
+            opt.timeout_s = 600;
+            ASSERT_TRUE(weft::test::run_ranks(
+                n, transport(),
+                [&](rank_ctx &c) {
+                    const std::string node = "node" + std::to_string(l.node(c.rank));
+                    setenv("WEFT_COLL_NODE", node.c_str(), 1);
+                    coll_env e(c, oob.mem);
+                    int nodes = 0;
+                    for (int r = 0; r < n; ++r) {
+                        nodes = std::max(nodes, l.node(r) + 1);
+                    }
+                    const std::string at = std::string(l.name) + " on " + std::to_string(n);
+                    WEFT_TCHECK_EQ(weft_coll_group_nodes(e.g), std::uint32_t(nodes));
+                    WEFT_TCHECK_MSG(weft_coll_group_hierarchical(e.g) == 1,
+                                    "not in the node / leaders form: " + at);
+                    auto *arrivals =
+                        reinterpret_cast<std::uint64_t *>(oob.mem + oob_area::slot * 12);
+                    if (c.rank == 0) {
+                        *arrivals = 0;
+                    }
+                    c.barrier();
+                    check_barrier(e, arrivals, 20);
+                    const int me = c.rank;
+                    for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(100),
+                                              std::size_t(4000), std::size_t(6000)}) {
+                        const std::string w = at + " count " + std::to_string(count);
+                        std::vector<std::uint32_t> buf(count);
+                        std::vector<std::uint32_t> src(count);
+                        for (int root = 0; root < n; ++root) {
+                            for (bool separate : {false, true}) {
+                                for (std::size_t i = 0; i < count; ++i) {
+                                    const std::uint32_t v =
+                                        std::uint32_t(root * 7919) ^ std::uint32_t(i * 2654435761u);
+                                    buf[i] = me == root && !separate ? v : 0;
+                                    src[i] = me == root && separate ? v : 0;
+                                }
+                                weft_coll_args a{};
+                                a.type = WEFT_COLL_BCAST;
+                                a.datatype = WEFT_COLL_UINT32;
+                                a.count = count;
+                                a.root = std::uint32_t(root);
+                                a.recvbuf = buf.data();
+                                a.sendbuf = separate ? src.data() : nullptr;
+                                run_ok(e, a, "bcast " + w);
+                                for (std::size_t i = 0; i < count; ++i) {
+                                    if (buf[i] != (std::uint32_t(root * 7919) ^
+                                                   std::uint32_t(i * 2654435761u))) {
+                                        WEFT_TCHECK_MSG(
+                                            false, "bcast root " + std::to_string(root) + " " + w +
+                                                       ": element " + std::to_string(i));
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        // Sums: int64 exactly; doubles the same bits on every rank.
+                        std::vector<std::int64_t> in(count);
+                        std::vector<std::int64_t> out(count);
+                        auto value = [](int r, std::size_t i) {
+                            return std::int64_t(i) * (r + 3) - r * 11;
+                        };
+                        auto sum = [&](std::size_t i) {
+                            std::int64_t x = 0;
+                            for (int r = 0; r < n; ++r) {
+                                x += value(r, i);
+                            }
+                            return x;
+                        };
+                        for (int form = 0; form < 2 + n; ++form) {
+                            const bool in_place = form == 1 || form == 2 + me;
+                            for (std::size_t i = 0; i < count; ++i) {
+                                (in_place ? out : in)[i] = value(me, i);
+                                if (!in_place) {
+                                    out[i] = -1;
+                                }
+                            }
+                            weft_coll_args a{};
+                            a.type = form < 2 ? WEFT_COLL_ALLREDUCE : WEFT_COLL_REDUCE;
+                            a.root = form < 2 ? 0 : std::uint32_t(form - 2);
+                            a.datatype = WEFT_COLL_INT64;
+                            a.op = WEFT_COLL_SUM;
+                            a.count = count;
+                            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : in.data();
+                            a.recvbuf = out.data();
+                            const std::string what = std::string(weft_coll_type_name(a.type)) +
+                                                     " root " + std::to_string(a.root) +
+                                                     (in_place ? " in place " : " ") + w;
+                            run_ok(e, a, what);
+                            if (form >= 2 && me != form - 2) {
+                                continue;
+                            }
+                            for (std::size_t i = 0; i < count; ++i) {
+                                if (out[i] != sum(i)) {
+                                    WEFT_TCHECK_MSG(false, what + ": element " + std::to_string(i));
+                                    break;
+                                }
+                            }
+                        }
+                        std::vector<double> din(count);
+                        std::vector<double> dout(count);
+                        for (std::size_t i = 0; i < count; ++i) {
+                            din[i] = 1.0 / double(3 + me * 7 + int(i)) * (me % 2 != 0 ? 1e8 : 1e-3);
+                        }
+                        weft_coll_args d{};
+                        d.type = WEFT_COLL_ALLREDUCE;
+                        d.datatype = WEFT_COLL_DOUBLE;
+                        d.op = WEFT_COLL_SUM;
+                        d.count = count;
+                        d.sendbuf = din.data();
+                        d.recvbuf = dout.data();
+                        run_ok(e, d, "double allreduce " + w);
+                        auto *shared = reinterpret_cast<double *>(oob.mem + oob_area::slot * 8);
+                        if (count * sizeof(double) <= oob_area::slot * 4) {
+                            if (me == 0) {
+                                std::memcpy(shared, dout.data(), count * sizeof(double));
+                            }
+                            c.barrier();
+                            WEFT_TCHECK_MSG(
+                                std::memcmp(shared, dout.data(), count * sizeof(double)) == 0,
+                                "double allreduce " + w + ": other bits on rank " +
+                                    std::to_string(me));
+                            c.barrier();
+                        }
+                    }
+                    check_movement(e, 100, 3);
+                },
+                opt));
+        }
+    }
+}
+
 // Bad input: refused with -WEFT_EINVAL and a logged reason, never a crash;
 // counts that differ between ranks end in an error on the rank that receives
 // too much (truncation), and in no hang.
