@@ -18,7 +18,9 @@ usage() {
 usage: perf/shmem/compare.sh [options]
   --bench LIST       benchmarks, comma-separated (default: all):
                      put_lat,get_lat,put_pingpong,fadd_lat,cswap_lat,put_bw,get_bw,
-                     put_rate,barrier,bcast,reduce_long,reduce_double
+                     put_rate,barrier,bcast,reduce_long,reduce_double,bcast_team,
+                     reduce_team,fcollect_team (the team forms: 1.5's team routines
+                     where the library has them, the 1.4 active-set ones otherwise)
   --backend LIST     implementations in launch order (default weft,oshmem)
   --reps N           repetitions per implementation (default 10, at least 10)
   --quick            fewer sizes (still interleaved, still 10 reps)
@@ -53,7 +55,7 @@ note() {
     echo "compare.sh: $*" >&2
 }
 
-all_benches="put_lat,get_lat,put_pingpong,fadd_lat,cswap_lat,put_bw,get_bw,put_rate,barrier,bcast,reduce_long,reduce_double"
+all_benches="put_lat,get_lat,put_pingpong,fadd_lat,cswap_lat,put_bw,get_bw,put_rate,barrier,bcast,reduce_long,reduce_double,bcast_team,reduce_team,fcollect_team"
 benches="$all_benches"
 backends="weft,oshmem"
 reps=10
@@ -208,8 +210,9 @@ sizes_for() {
     if [ "$quick" = 1 ]; then
         case "$1" in
             put_lat|get_lat|put_pingpong) echo "8,64,512,4k,32k,256k,1m" ;;
-            put_bw|get_bw|bcast) echo "8,512,4k,64k,1m" ;;
-            reduce_long|reduce_double) echo "1,16,256,4096,65536" ;;
+            put_bw|get_bw|bcast|bcast_team) echo "8,512,4k,64k,1m" ;;
+            fcollect_team) echo "8,512,4k,32k,128k" ;;
+            reduce_long|reduce_double|reduce_team) echo "1,16,256,4096,65536" ;;
             *) echo "" ;; # fixed size (fadd_lat, cswap_lat, barrier, put_rate)
         esac
     else
@@ -310,7 +313,7 @@ awk -F, -v reps="$reps" -v np="$np" '
     function best(b, s, be) { return higher(b) ? mx[b, s, be] : mn[b, s, be] }
     function target(b) {
         if (higher(b)) return 1.0
-        if (b == "barrier" || b == "reduce_long" || b == "reduce_double") return 0.8
+        if (b == "barrier" || b == "reduce_long" || b == "reduce_double" || b == "reduce_team") return 0.8
         return 1.0
     }
     END {
@@ -326,6 +329,9 @@ awk -F, -v reps="$reps" -v np="$np" '
         title["bcast"] = "bcast: shmem_broadcast64 from PE 0 over " np " PEs, us (mean over PEs)"
         title["reduce_long"] = "reduce_long: shmem_long_sum_to_all over " np " PEs, us (size = elements)"
         title["reduce_double"] = "reduce_double: shmem_double_sum_to_all over " np " PEs, us (size = elements)"
+        title["bcast_team"] = "bcast_team: shmem_broadcastmem(SHMEM_TEAM_WORLD) from PE 0 (oshmem 1.4: shmem_broadcast64) over " np " PEs, us"
+        title["reduce_team"] = "reduce_team: shmem_long_sum_reduce(SHMEM_TEAM_WORLD) (oshmem 1.4: shmem_long_sum_to_all) over " np " PEs, us (size = elements)"
+        title["fcollect_team"] = "fcollect_team: shmem_fcollectmem(SHMEM_TEAM_WORLD) (oshmem 1.4: shmem_fcollect64) over " np " PEs, us (size = bytes per PE)"
         for (i = 1; i <= nb; i++) {
             b = benches[i]
             both = have[b, "weft"] && have[b, "oshmem"]

@@ -1,8 +1,9 @@
 /*
  * shmem_bench.c: OSU-style OpenSHMEM benchmarks, one measurement per size and
  * launch; perf/shmem/compare.sh repeats and interleaves launches of weft's
- * OpenSHMEM and Open MPI's oshmem. OpenSHMEM 1.4 API only, so that the same
- * source builds with either oshcc.
+ * OpenSHMEM and Open MPI's oshmem. OpenSHMEM 1.4 API, and the 1.5 team forms
+ * of three collectives where the library has them (WITH_TEAMS), so that the
+ * same source builds with either oshcc.
  *
  *   oshrun -np 2 ./shmem_bench [-b LIST] [-s LIST | --min N --max N] [-i N] [-w N] [-W N]
  *
@@ -28,6 +29,13 @@
  *   reduce_long   shmem_long_sum_to_all over every PE, pWrk and pSync: us;
  *                 SIZE in elements (default 1..65536)
  *   reduce_double shmem_double_sum_to_all, the same
+ *   bcast_team    shmem_broadcastmem on SHMEM_TEAM_WORLD from PE 0 (1.5; a
+ *                 library without teams, OpenSHMEM 1.4, runs shmem_broadcast64):
+ *                 us; SIZE in bytes
+ *   reduce_team   shmem_long_sum_reduce on SHMEM_TEAM_WORLD (1.4: the
+ *                 shmem_long_sum_to_all of reduce_long): us; SIZE in elements
+ *   fcollect_team shmem_fcollectmem on SHMEM_TEAM_WORLD (1.4: shmem_fcollect64):
+ *                 us; SIZE in bytes per PE
  * Collective latencies are OSU's: only the collective call is timed, a
  * shmem_barrier_all (untimed) separates iterations, and the value is the mean
  * over the PEs of each PE's mean latency.
@@ -49,6 +57,13 @@
 
 #include "bench_common.h"
 
+/* The team collectives of OpenSHMEM 1.5, where the library has them. */
+#if SHMEM_MAJOR_VERSION * 100 + SHMEM_MINOR_VERSION >= 105
+#define WITH_TEAMS 1
+#else
+#define WITH_TEAMS 0
+#endif
+
 enum bench_id {
     B_PUT_LAT,
     B_GET_LAT,
@@ -62,6 +77,9 @@ enum bench_id {
     B_BCAST,
     B_REDUCE_LONG,
     B_REDUCE_DOUBLE,
+    B_BCAST_TEAM,
+    B_REDUCE_TEAM,
+    B_FCOLLECT_TEAM,
     B_COUNT
 };
 
@@ -89,6 +107,20 @@ static const struct bench_info benches[B_COUNT] = {
     {"reduce_long", "us", 1, 65536, 1000, 20, "shmem_long_sum_to_all, all PEs (size = elements)"},
     {"reduce_double", "us", 1, 65536, 1000, 20,
      "shmem_double_sum_to_all, all PEs (size = elements)"},
+#if WITH_TEAMS
+    {"bcast_team", "us", 8, 1u << 20, 1000, 20, "shmem_broadcastmem on SHMEM_TEAM_WORLD from PE 0"},
+    {"reduce_team", "us", 1, 65536, 1000, 20,
+     "shmem_long_sum_reduce on SHMEM_TEAM_WORLD (size = elements)"},
+    {"fcollect_team", "us", 8, 1u << 17, 1000, 20,
+     "shmem_fcollectmem on SHMEM_TEAM_WORLD (size = bytes per PE)"},
+#else
+    {"bcast_team", "us", 8, 1u << 20, 1000, 20,
+     "shmem_broadcast64 from PE 0 (no teams: OpenSHMEM 1.4)"},
+    {"reduce_team", "us", 1, 65536, 1000, 20,
+     "shmem_long_sum_to_all (no teams: OpenSHMEM 1.4; size = elements)"},
+    {"fcollect_team", "us", 8, 1u << 17, 1000, 20,
+     "shmem_fcollect64 (no teams: OpenSHMEM 1.4; size = bytes per PE)"},
+#endif
 };
 
 static int me, npes;
@@ -338,7 +370,7 @@ static double run_barrier(long iters, long warmup)
 static long *psync[2];
 static void *pwrk[2];
 
-static double run_bcast(size_t size, long iters, long warmup)
+static double run_bcast(int team, size_t size, long iters, long warmup)
 {
     const size_t nelems = (size + 7) / 8;
     const size_t bytes = nelems * 8;
@@ -355,7 +387,15 @@ static double run_bcast(size_t size, long iters, long warmup)
             src[0] = src[nelems - 1] = i + 1;
         }
         const double t0 = bench_now();
-        shmem_broadcast64(dst, src, nelems, 0, 0, 0, npes, psync[i & 1]);
+#if WITH_TEAMS
+        if (team) {
+            shmem_broadcastmem(SHMEM_TEAM_WORLD, dst, src, bytes, 0);
+        } else
+#endif
+        {
+            (void)team;
+            shmem_broadcast64(dst, src, nelems, 0, 0, 0, npes, psync[i & 1]);
+        }
         if (i >= warmup) {
             acc += bench_now() - t0;
         }
@@ -374,9 +414,9 @@ static double run_bcast(size_t size, long iters, long warmup)
     return mean_over_pes(acc * 1e6 / (double)iters);
 }
 
-static double run_reduce(int dbl, size_t count, long iters, long warmup)
+static double run_reduce(int dbl, int team, size_t count, long iters, long warmup)
 {
-    const char *name = dbl ? "reduce_double" : "reduce_long";
+    const char *name = team ? "reduce_team" : dbl ? "reduce_double" : "reduce_long";
     long *lsrc = (long *)sbuf, *ldst = (long *)rbuf;
     double *dsrc = (double *)sbuf, *ddst = (double *)rbuf;
     const size_t last = count - 1;
@@ -407,8 +447,16 @@ static double run_reduce(int dbl, size_t count, long iters, long warmup)
             shmem_double_sum_to_all(ddst, dsrc, (int)count, 0, 0, npes, (double *)pwrk[i & 1],
                                     psync[i & 1]);
         } else {
-            shmem_long_sum_to_all(ldst, lsrc, (int)count, 0, 0, npes, (long *)pwrk[i & 1],
-                                  psync[i & 1]);
+#if WITH_TEAMS
+            if (team) {
+                shmem_long_sum_reduce(SHMEM_TEAM_WORLD, ldst, lsrc, count);
+            } else
+#endif
+            {
+                (void)team;
+                shmem_long_sum_to_all(ldst, lsrc, (int)count, 0, 0, npes, (long *)pwrk[i & 1],
+                                      psync[i & 1]);
+            }
         }
         if (i >= warmup) {
             acc += bench_now() - t0;
@@ -424,6 +472,45 @@ static double run_reduce(int dbl, size_t count, long iters, long warmup)
         const long want = base + (long)npes * (long)j;
         if (dbl ? ddst[j] != (double)want : ldst[j] != want) {
             fail(name, count, "wrong sum at element", (long)j);
+        }
+    }
+    return mean_over_pes(acc * 1e6 / (double)iters);
+}
+
+/* Every PE's block of SIZE bytes (rounded up to 8) to every PE. */
+static double run_fcollect(size_t size, long iters, long warmup)
+{
+    const size_t nelems = (size + 7) / 8;
+    const size_t bytes = nelems * 8;
+    long *src = (long *)sbuf, *dst = (long *)rbuf;
+    for (size_t j = 0; j < nelems; ++j) {
+        src[j] = (long)me << 32 | (long)j;
+    }
+    shmem_barrier_all();
+    double acc = 0;
+    for (long i = 0; i < iters + warmup; ++i) {
+        src[0] = (long)me << 32 | i; /* changes every time: stale data shows */
+        const double t0 = bench_now();
+#if WITH_TEAMS
+        shmem_fcollectmem(SHMEM_TEAM_WORLD, dst, src, bytes);
+#else
+        shmem_fcollect64(dst, src, nelems, 0, 0, npes, psync[i & 1]);
+#endif
+        if (i >= warmup) {
+            acc += bench_now() - t0;
+        }
+        for (int p = 0; p < npes; ++p) {
+            if (dst[(size_t)p * nelems] != ((long)p << 32 | i)) {
+                fail("fcollect_team", size, "stale or missing block after the call at iteration", i);
+            }
+        }
+        shmem_barrier_all();
+    }
+    for (int p = 0; p < npes; ++p) {
+        for (size_t j = 1; j < nelems; ++j) {
+            if (dst[(size_t)p * nelems + j] != ((long)p << 32 | (long)j)) {
+                fail("fcollect_team", size, "wrong data at element", (long)j);
+            }
         }
     }
     return mean_over_pes(acc * 1e6 / (double)iters);
@@ -541,7 +628,7 @@ int main(int argc, char **argv)
             continue;
         }
         const struct bench_info *bi = &benches[b];
-        const int elems = b == B_REDUCE_LONG || b == B_REDUCE_DOUBLE;
+        const int elems = b == B_REDUCE_LONG || b == B_REDUCE_DOUBLE || b == B_REDUCE_TEAM;
         size_t sizes[64];
         int nsizes = 0;
         if (b == B_BARRIER) {
@@ -565,6 +652,9 @@ int main(int argc, char **argv)
         size_t biggest = 8;
         for (int k = 0; k < nsizes; ++k) {
             size_t bytes = elems ? sizes[k] * 8 : (sizes[k] + 7) / 8 * 8;
+            if (b == B_FCOLLECT_TEAM) {
+                bytes *= (size_t)npes; /* dest holds every PE's block */
+            }
             biggest = bytes > biggest ? bytes : biggest;
         }
         /* Same sizes on every PE: shmem_malloc is collective. */
@@ -629,11 +719,16 @@ int main(int argc, char **argv)
                     value = run_barrier(n, wu);
                     break;
                 case B_BCAST:
-                    value = run_bcast(size, n, wu);
+                case B_BCAST_TEAM:
+                    value = run_bcast(b == B_BCAST_TEAM, size, n, wu);
                     break;
                 case B_REDUCE_LONG:
                 case B_REDUCE_DOUBLE:
-                    value = run_reduce(b == B_REDUCE_DOUBLE, size, n, wu);
+                case B_REDUCE_TEAM:
+                    value = run_reduce(b == B_REDUCE_DOUBLE, b == B_REDUCE_TEAM, size, n, wu);
+                    break;
+                case B_FCOLLECT_TEAM:
+                    value = run_fcollect(size, n, wu);
                     break;
             }
             if (0 == me) {

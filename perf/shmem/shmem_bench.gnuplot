@@ -12,13 +12,13 @@
 
 if (!exists("csv")) { print "shmem_bench.gnuplot: set csv='FILE'"; exit status 1 }
 if (!exists("out")) { out = "results.png" }
-if (!exists("benches")) { benches = "put_lat get_lat put_pingpong fadd_lat cswap_lat put_bw get_bw put_rate barrier bcast reduce_long reduce_double" }
+if (!exists("benches")) { benches = "put_lat get_lat put_pingpong fadd_lat cswap_lat put_bw get_bw put_rate barrier bcast reduce_long reduce_double bcast_team reduce_team fcollect_team" }
 if (!exists("backends")) { backends = "weft oshmem" }
 if (!exists("subtitle")) { subtitle = "" }
 
 is_fixed(b) = (b eq "fadd_lat" || b eq "cswap_lat" || b eq "barrier")
 is_higher(b) = (b eq "put_bw" || b eq "get_bw" || b eq "put_rate")
-is_elems(b) = (b eq "reduce_long" || b eq "reduce_double")
+is_elems(b) = (b eq "reduce_long" || b eq "reduce_double" || b eq "reduce_team")
 
 # Panels: every size sweep, the fixed-size latencies, the put rate, the ratios.
 sweeps = ""
@@ -91,6 +91,18 @@ do for [i = 1:words(sweeps)] {
     }
     if (bench eq "reduce_double") {
         set title "shmem_double_sum_to_all (mean over PEs): lower is better"
+        set ylabel "microseconds"
+    }
+    if (bench eq "bcast_team") {
+        set title "shmem_broadcastmem, team world (oshmem: broadcast64): lower is better"
+        set ylabel "microseconds"
+    }
+    if (bench eq "reduce_team") {
+        set title "shmem_long_sum_reduce, team world (oshmem: long_sum_to_all): lower is better"
+        set ylabel "microseconds"
+    }
+    if (bench eq "fcollect_team") {
+        set title "shmem_fcollectmem, team world (oshmem: fcollect64), bytes per PE: lower is better"
         set ylabel "microseconds"
     }
     plot for [j = 1:words(backends)] sel(bench, word(backends, j)) using 2:5 \
