@@ -165,7 +165,7 @@ struct weft_coll_context {
     std::size_t alltoall_small = 256;
     std::size_t reduce_scatter_small = 8 * 1024;
     std::size_t cache_size = 16;
-    std::size_t shm_slot = 16 * 1024;   ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
+    std::size_t shm_slot = 64 * 1024;   ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
     std::size_t shm_push = 256 * 1024;  ///< WEFT_COLL_SHM_PUSH (symmetric broadcasts)
     std::string node_name;  ///< WEFT_COLL_NODE: this process's node (default: the host name)
 

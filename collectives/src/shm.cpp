@@ -181,21 +181,34 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
             }
             break;
         case WEFT_COLL_REDUCE:
-        case WEFT_COLL_ALLREDUCE:
-            publish(in, bytes);
+        case WEFT_COLL_ALLREDUCE: {
+            // A member combines its own contribution from its input (one copy
+            // fewer), unless the result overwrites that input (in place)
+            // before its turn in the rank order; a reduce's root publishes
+            // nothing then (nobody reads its slot).
+            const bool own = in != out;
+            if (a.type == WEFT_COLL_ALLREDUCE || me != a.root || !own) {
+                publish(in, bytes);
+            }
             if (a.type == WEFT_COLL_ALLREDUCE || me == a.root) {
                 for (std::uint32_t p = 0; p < n; ++p) {
-                    wait_for(st.peer[p], ready_off, s);
-                    check(p, bytes);
+                    if (p != me) {
+                        wait_for(st.peer[p], ready_off, s);
+                        check(p, bytes);
+                    }
                 }
+                auto from = [&](std::uint32_t p) -> const std::byte * {
+                    return p == me && own ? static_cast<const std::byte *>(in) : data(p);
+                };
                 if (bytes != 0 && status == 0) {
-                    combine(out, data(0), data(1), a.count);
+                    combine(out, from(0), from(1), a.count);
                     for (std::uint32_t p = 2; p < n; ++p) {
-                        combine(out, out, data(p), a.count);
+                        combine(out, out, from(p), a.count);
                     }
                 }
             }
             break;
+        }
         case WEFT_COLL_ALLGATHER:
         case WEFT_COLL_GATHER: {
             publish(a.sendbuf == WEFT_COLL_IN_PLACE ? out + me * bytes : in, bytes);
