@@ -30,6 +30,11 @@ constexpr std::size_t len_off(std::uint64_t s)
 {
     return 8 + 8 * (s % 2);
 }
+/// Bytes of the current slot already published: (collective << 32) | bytes,
+/// so that readers can start while the publisher still copies (pipelining).
+constexpr std::size_t avail_off = 24;
+/// Publishers of more than this store `avail` after each piece of it.
+constexpr std::size_t piece = 8 * 1024;
 constexpr std::size_t done_off = 64;  // a cache line apart: different writers' reads
 constexpr std::size_t data_off = 128;
 
@@ -78,7 +83,13 @@ struct waiter {
     {
         // acquire: pairs with the owner's release store; its data is visible.
         std::uint64_t v;
-        while ((v = __atomic_load_n(word(region, off), __ATOMIC_ACQUIRE)) < want) {
+        until([&] { return (v = __atomic_load_n(word(region, off), __ATOMIC_ACQUIRE)) >= want; });
+        return v;
+    }
+    template <class Pred>
+    void until(Pred done)
+    {
+        while (!done()) {
             // Our endpoint's traffic and the caller's must move meanwhile: a
             // member we wait for may wait for them (the rest of a large
             // message an earlier collective sent it, credits of ours).
@@ -96,7 +107,6 @@ struct waiter {
                 sched_yield();
             }
         }
-        return v;
     }
 };
 
@@ -132,7 +142,17 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                 }
             }
         }
-        if (len != 0) {
+        if (len > piece) {
+            // A piece at a time, each announced: readers copy or combine the
+            // first pieces while this member copies the next.
+            const std::uint64_t tag = (s & 0xffffffffu) << 32;
+            for (std::size_t off = 0; off < len; off += piece) {
+                const std::size_t m = std::min(piece, len - off);
+                std::memcpy(data(me) + off, static_cast<const std::byte *>(src) + off, m);
+                // release: the piece is visible to whoever sees `avail` cover it.
+                __atomic_store_n(word(st.peer[me], avail_off), tag | (off + m), __ATOMIC_RELEASE);
+            }
+        } else if (len != 0) {
             std::memcpy(data(me), src, len);
         }
         *word(st.peer[me], len_off(s)) = len;  // published by the release below
@@ -156,6 +176,27 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
         // release: our reads of the others' slots are done before they may reuse them.
         __atomic_store_n(word(st.peer[me], done_off), s, __ATOMIC_RELEASE);
     };
+    // Wait until member p has published bytes [0, end) of this collective
+    // (expecting `want` in all). False when p finished with fewer (check()
+    // has said so).
+    auto upto = [&](std::uint32_t p, std::size_t end, std::size_t want) {
+        const std::uint64_t tag = s & 0xffffffffu;
+        bool complete = false;
+        wait_for.until([&] {
+            // acquire (both): pairs with the publisher's release stores.
+            if (__atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s) {
+                return complete = true;
+            }
+            const std::uint64_t v = __atomic_load_n(word(st.peer[p], avail_off), __ATOMIC_ACQUIRE);
+            return (v >> 32) == tag && (v & 0xffffffffu) >= end;
+        });
+        return !complete || check(p, want) >= end;
+    };
+    // Every piece of p's slot consumed: its length is checked once `ready`.
+    auto settle_len = [&](std::uint32_t p, std::size_t want) {
+        wait_for(st.peer[p], ready_off, s);
+        return check(p, want);
+    };
     const void *in = a.sendbuf == WEFT_COLL_IN_PLACE ? a.recvbuf : a.sendbuf;
     auto *out = static_cast<std::byte *>(a.recvbuf);
     switch (a.type) {
@@ -176,8 +217,14 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                     copy_bytes(a.recvbuf, src, bytes);
                 }
             } else {
-                wait_for(st.peer[a.root], ready_off, s);
-                copy_bytes(a.recvbuf, data(a.root), check(a.root, bytes));
+                for (std::size_t off = 0; off < bytes; off += piece) {
+                    const std::size_t m = std::min(piece, bytes - off);
+                    if (!upto(a.root, off + m, bytes)) {
+                        break;
+                    }
+                    copy_bytes(out + off, data(a.root) + off, m);
+                }
+                settle_len(a.root, bytes);
             }
             break;
         case WEFT_COLL_REDUCE:
@@ -191,19 +238,28 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                 publish(in, bytes);
             }
             if (a.type == WEFT_COLL_ALLREDUCE || me == a.root) {
-                for (std::uint32_t p = 0; p < n; ++p) {
-                    if (p != me) {
-                        wait_for(st.peer[p], ready_off, s);
-                        check(p, bytes);
-                    }
-                }
                 auto from = [&](std::uint32_t p) -> const std::byte * {
                     return p == me && own ? static_cast<const std::byte *>(in) : data(p);
                 };
-                if (bytes != 0 && status == 0) {
-                    combine(out, from(0), from(1), a.count);
+                // A piece at a time, as soon as every member has published it.
+                const std::size_t step = piece / es * es;
+                for (std::size_t off = 0; off < bytes && status == 0; off += step) {
+                    const std::size_t m = std::min(step, bytes - off);
+                    bool ok = true;
+                    for (std::uint32_t p = 0; p < n; ++p) {
+                        ok = (p == me || upto(p, off + m, bytes)) && ok;
+                    }
+                    if (!ok) {
+                        break;
+                    }
+                    combine(out + off, from(0) + off, from(1) + off, m / es);
                     for (std::uint32_t p = 2; p < n; ++p) {
-                        combine(out, out, from(p), a.count);
+                        combine(out + off, out + off, from(p) + off, m / es);
+                    }
+                }
+                for (std::uint32_t p = 0; p < n; ++p) {
+                    if (p != me) {
+                        settle_len(p, bytes);
                     }
                 }
             }
@@ -217,8 +273,14 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                     if (p == me && a.sendbuf == WEFT_COLL_IN_PLACE) {
                         continue;
                     }
-                    wait_for(st.peer[p], ready_off, s);
-                    copy_bytes(out + p * bytes, data(p), check(p, bytes));
+                    for (std::size_t off = 0; off < bytes; off += piece) {
+                        const std::size_t m = std::min(piece, bytes - off);
+                        if (!upto(p, off + m, bytes)) {
+                            break;
+                        }
+                        copy_bytes(out + p * bytes + off, data(p) + off, m);
+                    }
+                    settle_len(p, bytes);
                 }
             }
             break;
