@@ -101,9 +101,6 @@ struct waiter {
             }
             if (++spins > c.spins_before_yield) {
                 spins = 0;
-                if (c.wait_hook != nullptr) {
-                    c.wait_hook(c.wait_arg);
-                }
                 sched_yield();
             }
         }
