@@ -107,6 +107,32 @@ struct waiter {
     }
 };
 
+/// One collective on the stage: its sequence number, this member's region,
+/// the published lengths' check and the end.
+struct stage_call {
+    const weft_coll_args &a;
+    std::uint64_t s;
+    std::byte *mine;
+    int status = 0;
+    /// The length member p published (read after the acquire of its `ready`)
+    /// against `want`: counts that differ between members (an erroneous
+    /// program) are this call's error, -WEFT_ETRUNC when p published more,
+    /// logged once; both sides still finish the protocol. Returns the bytes
+    /// both agree on.
+    std::size_t check(std::byte *region, std::uint32_t p, std::size_t want)
+    {
+        const std::uint64_t got = *word(region, len_off(s));
+        if (got != want && status == 0) {
+            log("error", "%s: member %u published %llu bytes, this member expected %zu",
+                weft_coll_type_name(a.type), p, static_cast<unsigned long long>(got), want);
+            status = got > want ? -WEFT_ETRUNC : -WEFT_EINVAL;
+        }
+        return got < want ? std::size_t(got) : want;
+    }
+    /// release: our reads of the members' slots and buffers are done.
+    void finish() { __atomic_store_n(word(mine, done_off), s, __ATOMIC_RELEASE); }
+};
+
 }  // namespace
 
 bool shm_takes(const group &g, const weft_coll_args &a)
@@ -121,7 +147,8 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
     context &c = *g.ctx;
     const std::uint32_t n = g.size;
     const std::uint32_t me = g.rank;
-    const std::uint64_t s = ++st.seq;
+    stage_call call{a, ++st.seq, st.peer[me]};
+    const std::uint64_t s = call.s;
     if (a.type != WEFT_COLL_BARRIER) {
         st.last_data = s;
     }
@@ -156,23 +183,9 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
         // release: the data above is visible to whoever sees ready == s.
         __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
     };
-    // Counts that differ between members (an erroneous program): the reader
-    // that expected fewer bytes than were published reports truncation, one
-    // that expected more an error too; both still finish the protocol.
-    int status = 0;
-    auto check = [&](std::uint32_t p, std::size_t want) {
-        const std::uint64_t got = *word(st.peer[p], len_off(s));  // after the acquire of `ready`
-        if (got != want && status == 0) {
-            log("error", "%s: member %u published %llu bytes, this member expected %zu",
-                weft_coll_type_name(a.type), p, static_cast<unsigned long long>(got), want);
-            status = got > want ? -WEFT_ETRUNC : -WEFT_EINVAL;
-        }
-        return got < want ? std::size_t(got) : want;
-    };
-    auto finish = [&] {
-        // release: our reads of the others' slots are done before they may reuse them.
-        __atomic_store_n(word(st.peer[me], done_off), s, __ATOMIC_RELEASE);
-    };
+    auto check = [&](std::uint32_t p, std::size_t want) { return call.check(st.peer[p], p, want); };
+    int &status = call.status;
+    auto finish = [&] { call.finish(); };
     // Wait until member p has published bytes [0, end) of this collective
     // (expecting `want` in all). False when p finished with fewer (check()
     // has said so).
@@ -424,7 +437,8 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
     context &c = *g.ctx;
     const std::uint32_t n = g.size;
     const std::uint32_t me = g.rank;
-    const std::uint64_t s = ++st.seq;
+    stage_call call{a, ++st.seq, st.peer[me]};
+    const std::uint64_t s = call.s;
     const std::size_t es = size_of(raw(a.datatype));
     const std::size_t bytes = a.count * es;
     std::byte *const mine = st.peer[me];
@@ -444,19 +458,9 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
         // release: our stores into the members' buffers and the length are visible.
         __atomic_store_n(word(mine, ready_off), s, __ATOMIC_RELEASE);
     };
-    int status = 0;
-    auto check = [&](std::uint32_t p, std::size_t want) {
-        const std::uint64_t got = *word(st.peer[p], len_off(s));  // after the acquire of `ready`
-        if (got != want && status == 0) {
-            log("error", "%s: member %u sent %llu bytes, this member expected %zu",
-                weft_coll_type_name(a.type), p, static_cast<unsigned long long>(got), want);
-            status = got > want ? -WEFT_ETRUNC : -WEFT_EINVAL;
-        }
-    };
-    auto finish = [&] {
-        // release: our reads of the members' buffers are done.
-        __atomic_store_n(word(mine, done_off), s, __ATOMIC_RELEASE);
-    };
+    auto check = [&](std::uint32_t p, std::size_t want) { (void)call.check(st.peer[p], p, want); };
+    int &status = call.status;
+    auto finish = [&] { call.finish(); };
     // Before anything of ours changes: every member's `done` >= s - 2 (nobody
     // still reads our length word of collective s - 2) and >= the group's
     // last collective on the stage that touched buffers (pushes: every

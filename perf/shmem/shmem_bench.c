@@ -501,7 +501,8 @@ static double run_fcollect(size_t size, long iters, long warmup)
         }
         for (int p = 0; p < npes; ++p) {
             if (dst[(size_t)p * nelems] != ((long)p << 32 | i)) {
-                fail("fcollect_team", size, "stale or missing block after the call at iteration", i);
+                fail("fcollect_team", size, "stale or missing block after the call at iteration",
+                     i);
             }
         }
         shmem_barrier_all();

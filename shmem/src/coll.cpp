@@ -447,10 +447,7 @@ void init_teams()
 
 using namespace weft::shmem;
 
-namespace {
-
-/// A valid team of which this PE is a member, or nullptr (the routine fails).
-shmem_team_opaque *usable(const char *routine, shmem_team_t team)
+shmem_team_opaque *weft::shmem::team_member(const char *routine, shmem_team_t team)
 {
     check_init(routine);
     if (team == SHMEM_TEAM_INVALID) {
@@ -460,8 +457,6 @@ shmem_team_opaque *usable(const char *routine, shmem_team_t team)
     return t->me >= 0 ? t : nullptr;
 }
 
-}  // namespace
-
 extern "C" {
 
 shmem_team_t const SHMEM_TEAM_WORLD = &weft::shmem::g.world_team;
@@ -469,19 +464,19 @@ shmem_team_t const SHMEM_TEAM_SHARED = &weft::shmem::g.shared_team;
 
 int shmem_team_my_pe(shmem_team_t team)
 {
-    shmem_team_opaque *t = usable(__func__, team);
+    shmem_team_opaque *t = team_member(__func__, team);
     return t == nullptr ? -1 : t->me;
 }
 
 int shmem_team_n_pes(shmem_team_t team)
 {
-    shmem_team_opaque *t = usable(__func__, team);
+    shmem_team_opaque *t = team_member(__func__, team);
     return t == nullptr ? -1 : static_cast<int>(t->pes.size());
 }
 
 int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config)
 {
-    shmem_team_opaque *t = usable(__func__, team);
+    shmem_team_opaque *t = team_member(__func__, team);
     if (t == nullptr || config == nullptr) {
         return -1;
     }
@@ -520,7 +515,7 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
         fatal(__func__, "new_team is NULL");
     }
     *new_team = SHMEM_TEAM_INVALID;
-    shmem_team_opaque *p = usable(__func__, parent_team);
+    shmem_team_opaque *p = team_member(__func__, parent_team);
     if (p == nullptr) {
         return -1;
     }
@@ -576,7 +571,7 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
     }
     *xaxis_team = SHMEM_TEAM_INVALID;
     *yaxis_team = SHMEM_TEAM_INVALID;
-    shmem_team_opaque *p = usable(__func__, parent_team);
+    shmem_team_opaque *p = team_member(__func__, parent_team);
     if (p == nullptr) {
         return -1;
     }
@@ -636,7 +631,7 @@ void shmem_team_destroy(shmem_team_t team)
 
 int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx)
 {
-    shmem_team_opaque *t = usable(__func__, team);
+    shmem_team_opaque *t = team_member(__func__, team);
     if (ctx == nullptr) {
         fatal(__func__, "ctx is NULL");
     }

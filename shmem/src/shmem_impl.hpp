@@ -121,6 +121,8 @@ shmem_ctx_opaque *ctx_of(const char *routine, shmem_ctx_t ctx);
 int create_ctx(const char *routine, long options, shmem_team_opaque *team, shmem_ctx_t *ctx);
 /// Set up SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED (at init).
 void init_teams();
+/// A valid team of which this PE is a member, or nullptr (the routine fails).
+shmem_team_opaque *team_member(const char *routine, shmem_team_t team);
 /// Make the team's collectives group (every member calls it; team_coll.cpp).
 void team_coll_open(shmem_team_opaque *t, const char *routine);
 /// Free it (local; after the members' last collective on the team).

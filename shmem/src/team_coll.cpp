@@ -138,17 +138,6 @@ using namespace weft::shmem;
 
 namespace {
 
-/// A valid team of which this PE is a member, or nullptr (the routine fails).
-shmem_team_opaque *member_of(const char *routine, shmem_team_t team)
-{
-    check_init(routine);
-    if (team == SHMEM_TEAM_INVALID) {
-        return nullptr;
-    }
-    shmem_team_opaque *t = team;
-    return t->me >= 0 ? t : nullptr;
-}
-
 /// The library's element type of a reduction type.
 template <class T>
 constexpr weft_coll_datatype coll_type_of() noexcept
@@ -179,7 +168,7 @@ template <class T>
 int reduce(const char *routine, shmem_team_t team, weft_coll_op op, void *dest, const void *source,
            std::size_t nreduce)
 {
-    shmem_team_opaque *t = member_of(routine, team);
+    shmem_team_opaque *t = team_member(routine, team);
     if (t == nullptr) {
         return -1;
     }
@@ -208,7 +197,7 @@ weft_coll_args bytes_args(weft_coll_type type, void *dest, const void *source, s
 int alltoalls(const char *routine, shmem_team_t team, void *dest, const void *source,
               std::ptrdiff_t dst, std::ptrdiff_t sst, std::size_t nelems, std::size_t size)
 {
-    shmem_team_opaque *t = member_of(routine, team);
+    shmem_team_opaque *t = team_member(routine, team);
     if (t == nullptr) {
         return -1;
     }
@@ -250,7 +239,7 @@ extern "C" {
 
 int shmem_team_sync(shmem_team_t team)
 {
-    shmem_team_opaque *t = member_of(__func__, team);
+    shmem_team_opaque *t = team_member(__func__, team);
     if (t == nullptr) {
         return -1;
     }
@@ -262,7 +251,7 @@ int shmem_team_sync(shmem_team_t team)
 int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems,
                        int PE_root)
 {
-    shmem_team_opaque *t = member_of(__func__, team);
+    shmem_team_opaque *t = team_member(__func__, team);
     if (t == nullptr) {
         return -1;
     }
@@ -277,7 +266,7 @@ int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t
 
 int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
 {
-    shmem_team_opaque *t = member_of(__func__, team);
+    shmem_team_opaque *t = team_member(__func__, team);
     if (t == nullptr) {
         return -1;
     }
@@ -287,7 +276,7 @@ int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t 
 
 int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
 {
-    shmem_team_opaque *t = member_of(__func__, team);
+    shmem_team_opaque *t = team_member(__func__, team);
     if (t == nullptr) {
         return -1;
     }
