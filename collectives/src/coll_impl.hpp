@@ -165,8 +165,9 @@ struct weft_coll_context {
     std::size_t alltoall_small = 256;
     std::size_t reduce_scatter_small = 8 * 1024;
     std::size_t cache_size = 16;
-    std::size_t shm_slot = 64 * 1024;   ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
-    std::size_t shm_push = 256 * 1024;  ///< WEFT_COLL_SHM_PUSH (symmetric broadcasts)
+    std::size_t shm_slot = 64 * 1024;     ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
+    std::size_t shm_large = 1024 * 1024;  ///< WEFT_COLL_SHM_LARGE (0: none in pieces)
+    std::size_t shm_push = 256 * 1024;    ///< WEFT_COLL_SHM_PUSH (symmetric broadcasts)
     std::string node_name;  ///< WEFT_COLL_NODE: this process's node (default: the host name)
 
     int progress();
@@ -204,7 +205,9 @@ struct shm_state {
         std::vector<weft_rkey_t *> rkeys;  ///< by member (nullptr: this one)
     };
     std::vector<segment> segs;
-    std::vector<std::byte> tmp;  ///< in-place reductions of symmetric buffers
+    std::vector<std::byte> tmp;         ///< in-place reductions of symmetric buffers
+    std::vector<std::uint64_t> totals;  ///< calls larger than a slot: every member's bytes
+    std::size_t large_max = 0;  ///< calls larger than a slot up to this (per member): in pieces
     shm_state() = default;
     shm_state(const shm_state &) = delete;
     shm_state &operator=(const shm_state &) = delete;
@@ -248,7 +251,13 @@ void check_triggerable(request &r);
 /// algorithm, what a member publishes fits a slot).
 bool shm_takes(const group &g, const weft_coll_args &a);
 /// Run `a` (validated) on the shared-memory stage; `combine` for reductions.
-int shm_run(group &g, const weft_coll_args &a, combine_fn combine);
+/// `stride`: bytes between the members' blocks in the caller's buffers
+/// (allgather, alltoall), 0 for the block size.
+int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t stride = 0);
+/// Whether the stage runs `a`, larger than a slot, a slot's worth at a time.
+bool shm_takes_large(const group &g, const weft_coll_args &a);
+/// Run `a` (checked as shm_args_ok does) a slot's worth at a time.
+int shm_run_large(group &g, const weft_coll_args &a, combine_fn combine);
 /// Whether the stage runs `a` (flags WEFT_COLL_SYMMETRIC) straight from and
 /// into the members' symmetric buffers; `a` is validated as shm_args_ok does.
 bool shm_symmetric(const group &g, const weft_coll_args &a);
@@ -256,7 +265,8 @@ bool shm_symmetric(const group &g, const weft_coll_args &a);
 int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine);
 /// Make the group's shared-memory stage with `slot`-byte slots if every member
 /// maps every other's region (two more out-of-band exchanges, on every member).
-int shm_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_oob &oob);
+int shm_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,
+              const weft_coll_oob &oob);
 /// Map every member's symmetric segment (weft_coll_group_add_segment).
 int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr, const weft_coll_oob &oob);
 /// Wait until the members are done with this member's region, and free it.
@@ -265,8 +275,8 @@ void shm_teardown(group &g);
 /// Make the node and leaders groups of a group whose members are on `nodes`
 /// nodes (several on some), each node's with a stage of `slot`-byte slots;
 /// every member takes part in the exchanges (three or more rounds of `oob`).
-int hier_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_oob &oob,
-               std::uint32_t nodes);
+int hier_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,
+               const weft_coll_oob &oob, std::uint32_t nodes);
 /// Whether `a` runs in the node / leaders / node form on `g`.
 bool hier_takes(const group &g, const weft_coll_args &a);
 /// Run `a` (checked as shm_args_ok does) in that form.

@@ -28,7 +28,8 @@ constexpr const char *known_vars[] = {"WEFT_COLL_BCAST_LARGE",
                                       "WEFT_COLL_TRIGGERED",
                                       "WEFT_COLL_SHM_SLOT",
                                       "WEFT_COLL_SHM_PUSH",
-                                      "WEFT_COLL_NODE"};
+                                      "WEFT_COLL_NODE",
+                                      "WEFT_COLL_SHM_LARGE"};
 
 /// Warn about WEFT_COLL_* variables that are none of ours (a typo would
 /// otherwise be ignored silently).
@@ -637,6 +638,7 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     c->cache_size = env_size("WEFT_COLL_CACHE", c->cache_size);
     c->shm_slot = env_size("WEFT_COLL_SHM_SLOT", c->shm_slot);
     c->shm_push = env_size("WEFT_COLL_SHM_PUSH", c->shm_push);
+    c->shm_large = env_size("WEFT_COLL_SHM_LARGE", c->shm_large);
     if (const char *v = std::getenv("WEFT_COLL_NODE"); v != nullptr && *v != '\0') {
         c->node_name = v;
     }
@@ -708,8 +710,9 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     struct header {
         std::uint32_t next_id;
         std::uint32_t addr_len;
-        std::uint64_t shm_slot;  ///< its WEFT_COLL_SHM_SLOT: the group uses the smallest
-        std::uint64_t shm_push;  ///< its WEFT_COLL_SHM_PUSH: the smallest too
+        std::uint64_t shm_slot;   ///< its WEFT_COLL_SHM_SLOT: the group uses the smallest
+        std::uint64_t shm_push;   ///< its WEFT_COLL_SHM_PUSH: the smallest too
+        std::uint64_t shm_large;  ///< its WEFT_COLL_SHM_LARGE: the smallest too
         char node[64];
     };
     const std::size_t rec = sizeof(header) + c->addr_len;
@@ -719,6 +722,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     h.next_id = c->next_group_id;
     h.shm_slot = c->shm_slot;
     h.shm_push = c->shm_push;
+    h.shm_large = c->shm_large;
     std::size_t alen = c->addr_len;
     int rc = weft_ep_getname(c->ep, mine.data() + sizeof(header), &alen);
     if (rc != 0) {
@@ -745,6 +749,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     std::vector<std::string> nodes;
     std::size_t shm_slot = c->shm_slot;
     std::size_t shm_push = c->shm_push;
+    std::size_t shm_large = c->shm_large;
     for (std::uint32_t i = 0; i < size; ++i) {
         header hi{};
         std::memcpy(&hi, all.data() + i * rec, sizeof(hi));
@@ -756,6 +761,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
         g->id = std::max(g->id, hi.next_id);
         shm_slot = std::min<std::size_t>(shm_slot, hi.shm_slot);
         shm_push = std::min<std::size_t>(shm_push, hi.shm_push);
+        shm_large = std::min<std::size_t>(shm_large, hi.shm_large);
         hi.node[sizeof(hi.node) - 1] = '\0';
         const std::string node(hi.node);
         const auto it = std::find(nodes.begin(), nodes.end(), node);
@@ -795,7 +801,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     // The shared-memory stage: every member on this node, and a slot size
     // every member allows (the same decision everywhere: the same data).
     if (size >= 2 && shm_slot > 0 && nodes.size() == 1) {
-        rc = shm_setup(*g, shm_slot, shm_push, *oob);
+        rc = shm_setup(*g, shm_slot, shm_push, shm_large, *oob);
         if (rc != 0) {
             log("error", "group creation: the shared-memory exchange failed: %s",
                 weft_strerror(rc));
@@ -805,7 +811,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     // Members on several nodes, several on some: the node / leaders form.
     g->nodes = std::uint32_t(nodes.size());
     if (shm_slot > 0 && nodes.size() > 1 && nodes.size() < size) {
-        rc = hier_setup(*g, shm_slot, shm_push, *oob, std::uint32_t(nodes.size()));
+        rc = hier_setup(*g, shm_slot, shm_push, shm_large, *oob, std::uint32_t(nodes.size()));
         if (rc != 0) {
             log("error", "group creation: the exchange for the nodes' stages failed: %s",
                 weft_strerror(rc));
@@ -1017,6 +1023,9 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
         if (shm_takes(*g, *args) && shm_args_ok(*g, *args, combine)) {
             return shm_run(*g, *args, combine);
         }  // else: the general path (it says what is wrong, if anything)
+        if (shm_takes_large(*g, *args) && shm_args_ok(*g, *args, combine)) {
+            return shm_run_large(*g, *args, combine);
+        }
     }
     // A kept schedule with the same arguments (the v arrays compared by value).
     auto same = [&](const request &r) {

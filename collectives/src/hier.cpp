@@ -68,8 +68,8 @@ inline void copy_bytes(void *dst, const void *src, std::size_t len)
 
 }  // namespace
 
-int hier_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_oob &oob,
-               std::uint32_t nodes)
+int hier_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,
+               const weft_coll_oob &oob, std::uint32_t nodes)
 {
     g.leader.assign(nodes, UINT32_MAX);
     g.node_rank.assign(g.size, 0);
@@ -94,7 +94,7 @@ int hier_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll
     node->node_peers = node->size;
     sub_oob arg{&oob, &local, g.size};
     const weft_coll_oob so{sub_allgather, &arg};
-    int rc = shm_setup(*node, slot, push_max, so);
+    int rc = shm_setup(*node, slot, push_max, large_max, so);
     if (rc != 0) {
         return rc;
     }

@@ -141,7 +141,7 @@ bool shm_takes(const group &g, const weft_coll_args &a)
            (a.flags & ~WEFT_COLL_SYMMETRIC) == 0 && published(a, g.size) <= g.shm->slot;
 }
 
-int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
+int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t stride)
 {
     shm_state &st = *g.shm;
     context &c = *g.ctx;
@@ -154,9 +154,12 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
     }
     const std::size_t es = size_of(raw(a.datatype));
     const std::size_t bytes = a.count * es;
+    // Distance between the members' blocks in the caller's buffers (allgather
+    // and alltoall): `bytes` unless this is one piece of a larger call.
+    const std::size_t blk = stride != 0 ? stride : bytes;
     auto data = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
     waiter wait_for{c};
-    auto publish = [&](const void *src, std::size_t len) {
+    auto publish = [&](const void *src, std::size_t len, std::size_t blocks = 1) {
         if (s > 2) {
             for (std::uint32_t p = 0; p < n; ++p) {
                 // Nobody still reads slot s % 2. A member's `done` read at an
@@ -166,7 +169,13 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                 }
             }
         }
-        if (len > piece) {
+        if (blocks > 1 && blk != bytes) {
+            // n blocks `blk` apart in the caller's buffer, packed in the slot.
+            for (std::size_t j = 0; j < blocks; ++j) {
+                copy_bytes(data(me) + j * bytes, static_cast<const std::byte *>(src) + j * blk,
+                           bytes);
+            }
+        } else if (len > piece) {
             // A piece at a time, each announced: readers copy or combine the
             // first pieces while this member copies the next.
             const std::uint64_t tag = (s & 0xffffffffu) << 32;
@@ -277,7 +286,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
         }
         case WEFT_COLL_ALLGATHER:
         case WEFT_COLL_GATHER: {
-            publish(a.sendbuf == WEFT_COLL_IN_PLACE ? out + me * bytes : in, bytes);
+            publish(a.sendbuf == WEFT_COLL_IN_PLACE ? out + me * blk : in, bytes);
             if (a.type == WEFT_COLL_ALLGATHER || me == a.root) {
                 for (std::uint32_t p = 0; p < n; ++p) {
                     if (p == me && a.sendbuf == WEFT_COLL_IN_PLACE) {
@@ -288,7 +297,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
                         if (!upto(p, off + m, bytes)) {
                             break;
                         }
-                        copy_bytes(out + p * bytes + off, data(p) + off, m);
+                        copy_bytes(out + p * blk + off, data(p) + off, m);
                     }
                     settle_len(p, bytes);
                 }
@@ -296,11 +305,11 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
             break;
         }
         case WEFT_COLL_ALLTOALL:
-            publish(in, bytes * n);
+            publish(in, bytes * n, n);
             for (std::uint32_t p = 0; p < n; ++p) {
                 wait_for(st.peer[p], ready_off, s);
                 if (check(p, bytes * n) == bytes * n) {
-                    copy_bytes(out + p * bytes, data(p) + me * bytes, bytes);
+                    copy_bytes(out + p * blk, data(p) + me * bytes, bytes);
                 }
             }
             break;
@@ -323,6 +332,90 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine)
     }
     finish();
     return status;
+}
+
+// ------------------------------------------------------------------ larger than a slot
+//
+// A blocking bcast, reduce, allreduce, allgather or alltoall whose data does
+// not fit a slot runs as a sequence of stage collectives on pieces of it,
+// each a slot (alltoall: a slot's n-th per block): the two slots let a
+// publisher fill the next piece while the others read this one. Copying
+// through shared memory twice beats the message path here (the transport's
+// pipeline, its FIFO's first use) and, on this machine, cross-memory attach.
+// The members first agree on every member's byte count (an allgather of one
+// word), so that all run the same number of pieces or none.
+
+bool shm_takes_large(const group &g, const weft_coll_args &a)
+{
+    if (g.shm == nullptr || a.algorithm != WEFT_COLL_ALG_AUTO ||
+        (a.flags & ~WEFT_COLL_SYMMETRIC) != 0) {
+        return false;
+    }
+    // Up to large_max bytes per member (above, the transport's pipeline
+    // was as fast or faster at 2 ranks). Alltoall stays on the message path
+    // (1.35-1.43x tuned's in pieces, 1.2x there), and so does a 2-member
+    // allgather (one exchange there: 1.24-1.31x; 1.6-1.9x in pieces, which
+    // won from 3 members: 4 ranks 0.70-0.78x against 1.2-1.4x).
+    if (a.count > g.shm->large_max / std::max<std::size_t>(1, size_of(raw(a.datatype)))) {
+        return false;
+    }
+    switch (a.type) {
+        case WEFT_COLL_BCAST:
+        case WEFT_COLL_REDUCE:
+        case WEFT_COLL_ALLREDUCE:
+            return true;
+        case WEFT_COLL_ALLGATHER:
+            return g.size > 2;
+        default:
+            return false;
+    }
+}
+
+int shm_run_large(group &g, const weft_coll_args &a, combine_fn combine)
+{
+    shm_state &st = *g.shm;
+    const std::uint32_t n = g.size;
+    const std::size_t es = size_of(raw(a.datatype));
+    const std::size_t bytes = a.count * es;
+    // Every member's count, then the same decision everywhere.
+    std::uint64_t mine = bytes;
+    st.totals.resize(n);
+    weft_coll_args t{};
+    t.type = WEFT_COLL_ALLGATHER;
+    t.datatype = WEFT_COLL_UINT64;
+    t.count = 1;
+    t.sendbuf = &mine;
+    t.recvbuf = st.totals.data();
+    int rc = shm_run(g, t, nullptr, 0);
+    if (rc != 0) {
+        return rc;
+    }
+    for (std::uint32_t p = 0; p < n; ++p) {
+        if (st.totals[p] != mine) {
+            log("error", "%s: member %u has %llu bytes, this member %zu",
+                weft_coll_type_name(a.type), p, static_cast<unsigned long long>(st.totals[p]),
+                bytes);
+            return st.totals[p] > mine ? -WEFT_ETRUNC : -WEFT_EINVAL;
+        }
+    }
+    const std::size_t room = a.type == WEFT_COLL_ALLTOALL ? st.slot / n : st.slot;
+    const std::size_t step = room / es * es;
+    const bool in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
+    int first = 0;
+    for (std::size_t off = 0; off < bytes; off += step) {
+        weft_coll_args p = a;
+        p.count = std::min(step, bytes - off) / es;
+        p.recvbuf = static_cast<std::byte *>(a.recvbuf) + off;
+        if (a.sendbuf != nullptr && !in_place) {
+            p.sendbuf = static_cast<const std::byte *>(a.sendbuf) + off;
+        }
+        const bool blocks = a.type == WEFT_COLL_ALLGATHER || a.type == WEFT_COLL_ALLTOALL;
+        rc = shm_run(g, p, combine, blocks ? bytes : 0);
+        if (first == 0) {
+            first = rc;  // every piece still runs: the members stay in step
+        }
+    }
+    return first;
 }
 
 // ------------------------------------------------------------------ symmetric buffers
@@ -643,7 +736,8 @@ int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr, const 
     return 0;
 }
 
-int shm_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_oob &oob)
+int shm_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,
+              const weft_coll_oob &oob)
 {
     context &c = *g.ctx;
     // Every member says where its region is and how to reach it; then every
@@ -658,6 +752,7 @@ int shm_setup(group &g, std::size_t slot, std::size_t push_max, const weft_coll_
     auto st = std::make_unique<shm_state>();
     st->slot = slot;
     st->push_max = push_max;
+    st->large_max = large_max;
     const std::size_t len = data_off + 2 * slot;
     void *mem = nullptr;
     record mine{};

@@ -1466,6 +1466,142 @@ TEST(CollNodes, node_leaders_node_matches_the_reference)
     }
 }
 
+// Calls larger than a stage slot and up to WEFT_COLL_SHM_LARGE run on the
+// stage in pieces: bcast from every root, allreduce in place and not, reduce
+// at every root, allgather in place and not, at 2..4 ranks; counts that
+// differ between ranks are an error on every rank (they agree on the counts
+// first), not a hang.
+TEST(CollLarge, stage_in_pieces)
+{
+    if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
+        GTEST_SKIP() << "shm unavailable";
+    }
+    oob_area oob;
+    ASSERT_NE(oob.mem, nullptr);
+    for (int n : {2, 3, 4}) {
+        weft::test::run_options opt;
+        opt.timeout_s = 600;
+        opt.allow_log_errors = true;  // the mismatched counts at the end
+        ASSERT_TRUE(weft::test::run_ranks(
+            n, transport(),
+            [&](rank_ctx &c) {
+                coll_env e(c, oob.mem);
+                const int me = c.rank;
+                auto word = [](int r, std::size_t i) {
+                    return std::uint32_t(r) << 24 ^ std::uint32_t(i * 2654435761u);
+                };
+                for (std::size_t count : {std::size_t(20000), std::size_t(100001)}) {
+                    const std::string at =
+                        " count " + std::to_string(count) + " on " + std::to_string(n);
+                    std::vector<std::uint32_t> buf(count);
+                    for (int root = 0; root < n; ++root) {
+                        for (std::size_t i = 0; i < count; ++i) {
+                            buf[i] = me == root ? word(root, i) : 0;
+                        }
+                        weft_coll_args a{};
+                        a.type = WEFT_COLL_BCAST;
+                        a.datatype = WEFT_COLL_UINT32;
+                        a.count = count;
+                        a.root = std::uint32_t(root);
+                        a.recvbuf = buf.data();
+                        run_ok(e, a, "bcast" + at);
+                        for (std::size_t i = 0; i < count; ++i) {
+                            if (buf[i] != word(root, i)) {
+                                WEFT_TCHECK_MSG(false, "bcast root " + std::to_string(root) + at +
+                                                           ": element " + std::to_string(i));
+                                break;
+                            }
+                        }
+                    }
+                    std::vector<std::uint32_t> in(count);
+                    std::vector<std::uint32_t> out(count);
+                    auto sum = [&](std::size_t i) {
+                        std::uint32_t x = 0;
+                        for (int r = 0; r < n; ++r) {
+                            x += word(r, i);
+                        }
+                        return x;
+                    };
+                    for (int form = 0; form < 2 + n; ++form) {
+                        const bool in_place = form == 1;
+                        for (std::size_t i = 0; i < count; ++i) {
+                            (in_place ? out : in)[i] = word(me, i);
+                            if (!in_place) {
+                                out[i] = 0;
+                            }
+                        }
+                        weft_coll_args a{};
+                        a.type = form < 2 ? WEFT_COLL_ALLREDUCE : WEFT_COLL_REDUCE;
+                        a.root = form < 2 ? 0 : std::uint32_t(form - 2);
+                        a.datatype = WEFT_COLL_UINT32;
+                        a.op = WEFT_COLL_SUM;
+                        a.count = count;
+                        a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : in.data();
+                        a.recvbuf = out.data();
+                        const std::string w = std::string(weft_coll_type_name(a.type)) + " root " +
+                                              std::to_string(a.root) +
+                                              (in_place ? " in place" : "") + at;
+                        run_ok(e, a, w);
+                        if (form >= 2 && me != form - 2) {
+                            continue;
+                        }
+                        for (std::size_t i = 0; i < count; ++i) {
+                            if (out[i] != sum(i)) {
+                                WEFT_TCHECK_MSG(false, w + ": element " + std::to_string(i));
+                                break;
+                            }
+                        }
+                    }
+                    const std::size_t block = count / std::size_t(n);
+                    std::vector<std::uint32_t> all(block * std::size_t(n));
+                    for (bool in_place : {false, true}) {
+                        for (std::size_t i = 0; i < all.size(); ++i) {
+                            all[i] = 0;
+                        }
+                        for (std::size_t i = 0; i < block; ++i) {
+                            (in_place ? all.data() + std::size_t(me) * block : in.data())[i] =
+                                word(me, i);
+                        }
+                        weft_coll_args a{};
+                        a.type = WEFT_COLL_ALLGATHER;
+                        a.datatype = WEFT_COLL_UINT32;
+                        a.count = block;
+                        a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : in.data();
+                        a.recvbuf = all.data();
+                        run_ok(e, a, "allgather" + at);
+                        for (int r = 0; r < n; ++r) {
+                            for (std::size_t i = 0; i < block; ++i) {
+                                if (all[std::size_t(r) * block + i] != word(r, i)) {
+                                    WEFT_TCHECK_MSG(false, "allgather" + at + ": block " +
+                                                               std::to_string(r) + " element " +
+                                                               std::to_string(i));
+                                    r = n;
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+                // Counts that differ: every rank returns an error.
+                std::vector<std::uint32_t> big(60000);
+                weft_coll_args m{};
+                m.type = WEFT_COLL_ALLREDUCE;
+                m.datatype = WEFT_COLL_UINT32;
+                m.op = WEFT_COLL_SUM;
+                m.count = me == 0 ? 50000 : 60000;
+                m.sendbuf = WEFT_COLL_IN_PLACE;
+                m.recvbuf = big.data();
+                const int rc = weft_coll(e.g, &m);
+                WEFT_TCHECK_MSG(rc != 0,
+                                "mismatched allreduce returned 0 on rank " + std::to_string(me));
+                weft_coll_args bar{};
+                bar.type = WEFT_COLL_BARRIER;
+                run_ok(e, bar, "barrier after the mismatched allreduce");
+            },
+            opt));
+    }
+}
+
 // Bad input: refused with -WEFT_EINVAL and a logged reason, never a crash;
 // counts that differ between ranks end in an error on the rank that receives
 // too much (truncation), and in no hang.
