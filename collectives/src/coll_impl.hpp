@@ -49,6 +49,14 @@ inline int raw(const E &e)
     return v;
 }
 
+/// Copy `len` bytes (none: a null pointer is fine; the same place: nothing).
+inline void copy_bytes(void *dst, const void *src, std::size_t len)
+{
+    if (len != 0 && dst != src) {
+        std::memmove(dst, src, len);
+    }
+}
+
 /// Whether the enum fields of `a` hold values of their enums' ranges (after
 /// this, reading them is defined; unknown values are then refused by name).
 inline bool enums_in_range(const weft_coll_args &a)

@@ -1008,24 +1008,24 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
     if (g == nullptr || args == nullptr) {
         return -WEFT_EINVAL;
     }
-    if (g->node != nullptr && enums_in_range(*args) && hier_takes(*g, *args)) {
+    // On a node's shared-memory stage (or a node / leaders group): checked
+    // once, then the first form that takes the call.
+    if ((g->shm != nullptr || g->node != nullptr) && enums_in_range(*args)) {
         combine_fn combine = nullptr;
         if (shm_args_ok(*g, *args, combine)) {
-            return hier_run(*g, *args, combine);
-        }
-    }
-    if (enums_in_range(*args) && g->shm != nullptr) {
-        combine_fn combine = nullptr;
-        if ((args->flags & WEFT_COLL_SYMMETRIC) != 0 && shm_args_ok(*g, *args, combine) &&
-            shm_symmetric(*g, *args)) {
-            return shm_run_symmetric(*g, *args, combine);
-        }
-        if (shm_takes(*g, *args) && shm_args_ok(*g, *args, combine)) {
-            return shm_run(*g, *args, combine);
+            if (g->node != nullptr && hier_takes(*g, *args)) {
+                return hier_run(*g, *args, combine);
+            }
+            if ((args->flags & WEFT_COLL_SYMMETRIC) != 0 && shm_symmetric(*g, *args)) {
+                return shm_run_symmetric(*g, *args, combine);
+            }
+            if (shm_takes(*g, *args)) {
+                return shm_run(*g, *args, combine);
+            }
+            if (shm_takes_large(*g, *args)) {
+                return shm_run_large(*g, *args, combine);
+            }
         }  // else: the general path (it says what is wrong, if anything)
-        if (shm_takes_large(*g, *args) && shm_args_ok(*g, *args, combine)) {
-            return shm_run_large(*g, *args, combine);
-        }
     }
     // A kept schedule with the same arguments (the v arrays compared by value).
     auto same = [&](const request &r) {

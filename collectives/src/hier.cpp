@@ -59,13 +59,6 @@ std::unique_ptr<weft_coll_group> subgroup(const group &g, const std::vector<std:
     return s;
 }
 
-inline void copy_bytes(void *dst, const void *src, std::size_t len)
-{
-    if (len != 0 && dst != src) {
-        std::memmove(dst, src, len);
-    }
-}
-
 }  // namespace
 
 int hier_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,

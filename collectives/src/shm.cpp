@@ -38,14 +38,6 @@ constexpr std::size_t piece = 8 * 1024;
 constexpr std::size_t done_off = 64;  // a cache line apart: different writers' reads
 constexpr std::size_t data_off = 128;
 
-/// memcpy that allows a null pointer with no bytes (count 0).
-inline void copy_bytes(void *dst, const void *src, std::size_t len)
-{
-    if (len != 0) {
-        std::memcpy(dst, src, len);
-    }
-}
-
 inline std::uint64_t *word(std::byte *base, std::size_t off)
 {
     return reinterpret_cast<std::uint64_t *>(base + off);
@@ -232,9 +224,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
             if (me == a.root) {
                 const void *src = a.sendbuf != nullptr ? a.sendbuf : a.recvbuf;
                 publish(src, bytes);
-                if (src != a.recvbuf) {
-                    copy_bytes(a.recvbuf, src, bytes);
-                }
+                copy_bytes(a.recvbuf, src, bytes);  // a separate source
             } else {
                 for (std::size_t off = 0; off < bytes; off += piece) {
                     const std::size_t m = std::min(piece, bytes - off);
@@ -577,9 +567,7 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
                     }
                 }
                 ready(bytes);
-                if (src != a.recvbuf) {
-                    copy_bytes(a.recvbuf, src, bytes);
-                }
+                copy_bytes(a.recvbuf, src, bytes);  // a separate source
                 finish();
                 if (!push) {
                     settle(s);  // everyone has copied out of our source
@@ -608,9 +596,7 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
                 const std::byte *block = all ? src + p * bytes : src;
                 std::byte *dst =
                     p == me ? static_cast<std::byte *>(a.recvbuf) + at : ref.at(p) + at;
-                if (dst != block) {
-                    copy_bytes(dst, block, bytes);
-                }
+                copy_bytes(dst, block, bytes);  // in place, our own block: nothing
             }
             ready(bytes);
             for (std::uint32_t p = 0; p < n; ++p) {
