@@ -1310,6 +1310,92 @@ TEST(CollLarge, sixteen_mebibytes)
     }
 }
 
+/// Bcast of `count` uint32 from every root, checked on every rank; with
+/// `separate`, also with the root's data in a separate sendbuf.
+void check_bcast_every_root(coll_env &e, std::size_t count, bool separate, const std::string &at)
+{
+    const int n = e.c.nranks;
+    const int me = e.c.rank;
+    auto value = [](int root, std::size_t i) {
+        return std::uint32_t(root * 7919) ^ std::uint32_t(i * 2654435761u);
+    };
+    std::vector<std::uint32_t> buf(count);
+    std::vector<std::uint32_t> src(count);
+    for (int root = 0; root < n; ++root) {
+        for (bool sep : {false, true}) {
+            if (sep && !separate) {
+                continue;
+            }
+            for (std::size_t i = 0; i < count; ++i) {
+                buf[i] = me == root && !sep ? value(root, i) : 0;
+                src[i] = me == root && sep ? value(root, i) : 0;
+            }
+            weft_coll_args a{};
+            a.type = WEFT_COLL_BCAST;
+            a.datatype = WEFT_COLL_UINT32;
+            a.count = count;
+            a.root = std::uint32_t(root);
+            a.recvbuf = buf.data();
+            a.sendbuf = sep ? src.data() : nullptr;
+            run_ok(e, a, "bcast " + at);
+            for (std::size_t i = 0; i < count; ++i) {
+                if (buf[i] != value(root, i)) {
+                    WEFT_TCHECK_MSG(false, "bcast root " + std::to_string(root) + " " + at +
+                                               ": element " + std::to_string(i));
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// int64 sums of `count` elements: allreduce, allreduce in place, reduce at
+/// every root (the root in place), checked where the result lands.
+void check_sum_forms(coll_env &e, std::size_t count, const std::string &at)
+{
+    const int n = e.c.nranks;
+    const int me = e.c.rank;
+    std::vector<std::int64_t> in(count);
+    std::vector<std::int64_t> out(count);
+    auto value = [](int r, std::size_t i) { return std::int64_t(i) * (r + 3) - r * 11; };
+    auto sum = [&](std::size_t i) {
+        std::int64_t x = 0;
+        for (int r = 0; r < n; ++r) {
+            x += value(r, i);
+        }
+        return x;
+    };
+    for (int form = 0; form < 2 + n; ++form) {
+        const bool in_place = form == 1 || form == 2 + me;
+        for (std::size_t i = 0; i < count; ++i) {
+            (in_place ? out : in)[i] = value(me, i);
+            if (!in_place) {
+                out[i] = -1;
+            }
+        }
+        weft_coll_args a{};
+        a.type = form < 2 ? WEFT_COLL_ALLREDUCE : WEFT_COLL_REDUCE;
+        a.root = form < 2 ? 0 : std::uint32_t(form - 2);
+        a.datatype = WEFT_COLL_INT64;
+        a.op = WEFT_COLL_SUM;
+        a.count = count;
+        a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : in.data();
+        a.recvbuf = out.data();
+        const std::string what = std::string(weft_coll_type_name(a.type)) + " root " +
+                                 std::to_string(a.root) + (in_place ? " in place " : " ") + at;
+        run_ok(e, a, what);
+        if (form >= 2 && me != form - 2) {
+            continue;
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+            if (out[i] != sum(i)) {
+                WEFT_TCHECK_MSG(false, what + ": element " + std::to_string(i));
+                break;
+            }
+        }
+    }
+}
+
 // Groups that span nodes: WEFT_COLL_NODE gives forked ranks of this host
 // node names of their own, so the node / leaders / node form runs for real
 // (the stage on each "node", messages among the leaders): barrier, broadcast
@@ -1361,78 +1447,9 @@ TEST(CollNodes, node_leaders_node_matches_the_reference)
                     for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(100),
                                               std::size_t(4000), std::size_t(6000)}) {
                         const std::string w = at + " count " + std::to_string(count);
-                        std::vector<std::uint32_t> buf(count);
-                        std::vector<std::uint32_t> src(count);
-                        for (int root = 0; root < n; ++root) {
-                            for (bool separate : {false, true}) {
-                                for (std::size_t i = 0; i < count; ++i) {
-                                    const std::uint32_t v =
-                                        std::uint32_t(root * 7919) ^ std::uint32_t(i * 2654435761u);
-                                    buf[i] = me == root && !separate ? v : 0;
-                                    src[i] = me == root && separate ? v : 0;
-                                }
-                                weft_coll_args a{};
-                                a.type = WEFT_COLL_BCAST;
-                                a.datatype = WEFT_COLL_UINT32;
-                                a.count = count;
-                                a.root = std::uint32_t(root);
-                                a.recvbuf = buf.data();
-                                a.sendbuf = separate ? src.data() : nullptr;
-                                run_ok(e, a, "bcast " + w);
-                                for (std::size_t i = 0; i < count; ++i) {
-                                    if (buf[i] != (std::uint32_t(root * 7919) ^
-                                                   std::uint32_t(i * 2654435761u))) {
-                                        WEFT_TCHECK_MSG(
-                                            false, "bcast root " + std::to_string(root) + " " + w +
-                                                       ": element " + std::to_string(i));
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                        // Sums: int64 exactly; doubles the same bits on every rank.
-                        std::vector<std::int64_t> in(count);
-                        std::vector<std::int64_t> out(count);
-                        auto value = [](int r, std::size_t i) {
-                            return std::int64_t(i) * (r + 3) - r * 11;
-                        };
-                        auto sum = [&](std::size_t i) {
-                            std::int64_t x = 0;
-                            for (int r = 0; r < n; ++r) {
-                                x += value(r, i);
-                            }
-                            return x;
-                        };
-                        for (int form = 0; form < 2 + n; ++form) {
-                            const bool in_place = form == 1 || form == 2 + me;
-                            for (std::size_t i = 0; i < count; ++i) {
-                                (in_place ? out : in)[i] = value(me, i);
-                                if (!in_place) {
-                                    out[i] = -1;
-                                }
-                            }
-                            weft_coll_args a{};
-                            a.type = form < 2 ? WEFT_COLL_ALLREDUCE : WEFT_COLL_REDUCE;
-                            a.root = form < 2 ? 0 : std::uint32_t(form - 2);
-                            a.datatype = WEFT_COLL_INT64;
-                            a.op = WEFT_COLL_SUM;
-                            a.count = count;
-                            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : in.data();
-                            a.recvbuf = out.data();
-                            const std::string what = std::string(weft_coll_type_name(a.type)) +
-                                                     " root " + std::to_string(a.root) +
-                                                     (in_place ? " in place " : " ") + w;
-                            run_ok(e, a, what);
-                            if (form >= 2 && me != form - 2) {
-                                continue;
-                            }
-                            for (std::size_t i = 0; i < count; ++i) {
-                                if (out[i] != sum(i)) {
-                                    WEFT_TCHECK_MSG(false, what + ": element " + std::to_string(i));
-                                    break;
-                                }
-                            }
-                        }
+                        check_bcast_every_root(e, count, true, w);
+                        check_sum_forms(e, count, w);
+                        // Doubles: the same bits on every rank.
                         std::vector<double> din(count);
                         std::vector<double> dout(count);
                         for (std::size_t i = 0; i < count; ++i) {
@@ -1493,65 +1510,9 @@ TEST(CollLarge, stage_in_pieces)
                 for (std::size_t count : {std::size_t(20000), std::size_t(100001)}) {
                     const std::string at =
                         " count " + std::to_string(count) + " on " + std::to_string(n);
-                    std::vector<std::uint32_t> buf(count);
-                    for (int root = 0; root < n; ++root) {
-                        for (std::size_t i = 0; i < count; ++i) {
-                            buf[i] = me == root ? word(root, i) : 0;
-                        }
-                        weft_coll_args a{};
-                        a.type = WEFT_COLL_BCAST;
-                        a.datatype = WEFT_COLL_UINT32;
-                        a.count = count;
-                        a.root = std::uint32_t(root);
-                        a.recvbuf = buf.data();
-                        run_ok(e, a, "bcast" + at);
-                        for (std::size_t i = 0; i < count; ++i) {
-                            if (buf[i] != word(root, i)) {
-                                WEFT_TCHECK_MSG(false, "bcast root " + std::to_string(root) + at +
-                                                           ": element " + std::to_string(i));
-                                break;
-                            }
-                        }
-                    }
+                    check_bcast_every_root(e, count, false, at);
+                    check_sum_forms(e, count, at);
                     std::vector<std::uint32_t> in(count);
-                    std::vector<std::uint32_t> out(count);
-                    auto sum = [&](std::size_t i) {
-                        std::uint32_t x = 0;
-                        for (int r = 0; r < n; ++r) {
-                            x += word(r, i);
-                        }
-                        return x;
-                    };
-                    for (int form = 0; form < 2 + n; ++form) {
-                        const bool in_place = form == 1;
-                        for (std::size_t i = 0; i < count; ++i) {
-                            (in_place ? out : in)[i] = word(me, i);
-                            if (!in_place) {
-                                out[i] = 0;
-                            }
-                        }
-                        weft_coll_args a{};
-                        a.type = form < 2 ? WEFT_COLL_ALLREDUCE : WEFT_COLL_REDUCE;
-                        a.root = form < 2 ? 0 : std::uint32_t(form - 2);
-                        a.datatype = WEFT_COLL_UINT32;
-                        a.op = WEFT_COLL_SUM;
-                        a.count = count;
-                        a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : in.data();
-                        a.recvbuf = out.data();
-                        const std::string w = std::string(weft_coll_type_name(a.type)) + " root " +
-                                              std::to_string(a.root) +
-                                              (in_place ? " in place" : "") + at;
-                        run_ok(e, a, w);
-                        if (form >= 2 && me != form - 2) {
-                            continue;
-                        }
-                        for (std::size_t i = 0; i < count; ++i) {
-                            if (out[i] != sum(i)) {
-                                WEFT_TCHECK_MSG(false, w + ": element " + std::to_string(i));
-                                break;
-                            }
-                        }
-                    }
                     const std::size_t block = count / std::size_t(n);
                     std::vector<std::uint32_t> all(block * std::size_t(n));
                     for (bool in_place : {false, true}) {
