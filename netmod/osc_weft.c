@@ -37,9 +37,13 @@
  */
 #include "ompi_config.h"
 
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
@@ -82,8 +86,9 @@ typedef struct {
     int priority_other; /* otherwise (selected with --mca osc weft) */
     int verbose;
     int max_attach;
-    int initialized; /* 0 not tried, 1 open, -1 failed */
-    int threads;     /* MPI_THREAD_MULTIPLE: weft opened thread-safe */
+    int shared_posix; /* 1: shared windows always in POSIX shared memory */
+    int initialized;  /* 0 not tried, 1 open, -1 failed */
+    int threads;      /* MPI_THREAD_MULTIPLE: weft opened thread-safe */
     struct weft_info *info;
     weft_fabric_t *fabric;
     weft_domain_t *domain;
@@ -145,6 +150,11 @@ static int osc_weft_register(void)
                                     "1: one line per window and rank when osc weft takes it",
                                     MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
                                     MCA_BASE_VAR_SCOPE_READONLY, &C->verbose);
+    mca_base_component_var_register(v, "shared_posix",
+                                    "1: make shared windows in POSIX shared memory even where weft "
+                                    "maps memory between processes (tests the fallback)",
+                                    MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+                                    MCA_BASE_VAR_SCOPE_READONLY, &C->shared_posix);
     mca_base_component_var_register(v, "max_attach",
                                     "Most regions attached at once to one dynamic window",
                                     MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
@@ -347,7 +357,10 @@ typedef struct {
     uint64_t *post;       /* in state: posts received from each rank */
     osc_weft_dyn_t *dyn;  /* in state (dynamic windows) */
     weft_mr_t **attached; /* dynamic: the registration of each dyn[] entry */
-    char *shared_base;    /* allocate_shared: rank 0's region, mapped */
+    char *shared_base;    /* allocate_shared: every rank's part, mapped here */
+    uint64_t *shared_off; /* allocate_shared: offset of each rank's part */
+    size_t shared_len;    /* allocate_shared: the whole mapping */
+    int shared_posix;     /* allocate_shared through POSIX shared memory (shared_map) */
     osc_weft_blob_t *blobs;
     osc_weft_peer_t *peers;
     int sync;
@@ -682,7 +695,7 @@ static int osc_weft_peer_ready(osc_weft_module_t *m, int t)
         if (OMPI_SUCCESS != osc_weft_peer_addr(m, t, &p->addr) ||
             0 != weft_rkey_unpack(C->ep, p->addr, b->state_key, b->state_key_len, &p->state_rkey)) {
             rc = OMPI_ERROR;
-        } else if (MPI_WIN_FLAVOR_SHARED == m->flavor) {
+        } else if (MPI_WIN_FLAVOR_SHARED == m->flavor && !m->shared_posix) {
             /* every part is in rank 0's region */
             if (0 != t && OMPI_SUCCESS != (rc = osc_weft_peer_ready(m, 0))) {
                 rc = OMPI_ERROR;
@@ -1781,11 +1794,122 @@ static int osc_weft_shared_query(ompi_win_t *win, int rank, size_t *size, int *d
     }
     *size = m->blobs[r].size;
     *disp_unit = (int)m->blobs[r].disp_unit;
-    *(void **)baseptr = m->shared_base + (m->blobs[r].base - m->blobs[0].base);
+    *(void **)baseptr = m->shared_base + m->shared_off[r];
     return MPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ window life */
+
+/*
+ * Map a shared window's memory. First choice: rank 0's weft_mr_alloc region
+ * (every part back to back), which every rank maps through weft, so that RMA
+ * on the window is loads and stores too. When a rank cannot map it (no
+ * transport of the domain maps memory, e.g. WEFT_TRANSPORTS without shm):
+ * POSIX shared memory made by rank 0, each rank's part registered alone.
+ */
+static int osc_weft_shared_map(osc_weft_module_t *m)
+{
+    m->shared_off = calloc((size_t)m->size, sizeof(uint64_t));
+    if (NULL == m->shared_off) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    uint64_t total = 0;
+    for (int r = 0; r < m->size; ++r) {
+        m->shared_off[r] = m->blobs[r].base;
+        m->peers[r].base = m->blobs[0].region_base + m->blobs[r].base;
+        total += m->blobs[r].size;
+    }
+    m->shared_len = total ? total : 1;
+    int ok = !C->shared_posix && 0 != m->blobs[0].key_len &&
+             OMPI_SUCCESS == osc_weft_peer_ready(m, 0) &&
+             NULL != (m->shared_base =
+                          weft_rkey_ptr(m->peers[0].rkey, m->blobs[0].region_base, m->shared_len));
+    int all = 0;
+    int rc = m->comm->c_coll->coll_allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, m->comm,
+                                             m->comm->c_coll->coll_allreduce_module);
+    if (OMPI_SUCCESS != rc || all) {
+        return rc;
+    }
+    /* The fallback: forget rank 0's region and its key. */
+    if (m->peers[0].ready) {
+        weft_rkey_release(m->peers[0].rkey);
+        weft_rkey_release(m->peers[0].state_rkey);
+        m->peers[0].ready = 0;
+    }
+    if (NULL != m->mr) {
+        weft_mr_close(m->mr);
+        m->mr = NULL;
+    }
+    m->shared_posix = 1;
+    m->shared_base = NULL;
+    char name[64];
+    uint64_t id = 0;
+    if (0 == m->rank) {
+        static uint32_t serial;
+        id = ((uint64_t)getpid() << 32) | ++serial;
+    }
+    rc = m->comm->c_coll->coll_bcast(&id, 1, MPI_UINT64_T, 0, m->comm,
+                                     m->comm->c_coll->coll_bcast_module);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    snprintf(name, sizeof(name), "/weft-osc-%u-%u", (unsigned)(id >> 32), (unsigned)id);
+    int fd = -1;
+    if (0 == m->rank) {
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd >= 0 && 0 != ftruncate(fd, (off_t)m->shared_len)) {
+            close(fd);
+            shm_unlink(name);
+            fd = -1;
+        }
+    }
+    m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);
+    if (0 != m->rank) {
+        fd = shm_open(name, O_RDWR, 0600);
+    }
+    void *mem =
+        fd >= 0 ? mmap(NULL, m->shared_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0) {
+        close(fd);
+    }
+    ok = MAP_FAILED != mem;
+    m->shared_base = ok ? mem : NULL;
+    m->comm->c_coll->coll_allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, m->comm,
+                                    m->comm->c_coll->coll_allreduce_module);
+    if (0 == m->rank) {
+        shm_unlink(name); /* every rank has it mapped, or gave up */
+    }
+    if (!all) {
+        opal_output(0, "osc weft: POSIX shared memory %s for a shared window failed", name);
+        return OMPI_ERROR;
+    }
+    /* Each rank's part, registered alone; the keys exchanged again. */
+    osc_weft_blob_t *me = &m->blobs[m->rank];
+    size_t key_len = WEFT_MR_KEY_MAX;
+    osc_weft_blob_t mine = *me;
+    mine.key_len = 0;
+    mine.base = (uint64_t)(uintptr_t)(m->shared_base + m->shared_off[m->rank]);
+    if (me->size > 0) {
+        if (0 != weft_mr_reg(C->domain, m->shared_base + m->shared_off[m->rank], me->size,
+                             WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ |
+                                 WEFT_ACCESS_REMOTE_WRITE | WEFT_ACCESS_REMOTE_ATOMIC,
+                             0, &m->mr) ||
+            0 != weft_mr_pack_key(m->mr, mine.key, &key_len)) {
+            return OMPI_ERROR;
+        }
+        mine.key_len = (uint16_t)key_len;
+    }
+    rc = m->comm->c_coll->coll_allgather(&mine, (int)sizeof(mine), MPI_BYTE, m->blobs,
+                                         (int)sizeof(mine), MPI_BYTE, m->comm,
+                                         m->comm->c_coll->coll_allgather_module);
+    for (int r = 0; OMPI_SUCCESS == rc && r < m->size; ++r) {
+        if (m->blobs[r].key_len > WEFT_MR_KEY_MAX) {
+            return OMPI_ERROR;
+        }
+        m->peers[r].base = m->blobs[r].base;
+    }
+    return rc;
+}
 
 static void osc_weft_module_release(osc_weft_module_t *m)
 {
@@ -1793,7 +1917,7 @@ static void osc_weft_module_release(osc_weft_module_t *m)
         for (int t = 0; t < m->size; ++t) {
             osc_weft_peer_t *p = &m->peers[t];
             if (p->ready) {
-                if (MPI_WIN_FLAVOR_SHARED != m->flavor || 0 == t) {
+                if (MPI_WIN_FLAVOR_SHARED != m->flavor || m->shared_posix || 0 == t) {
                     weft_rkey_release(p->rkey);
                 }
                 weft_rkey_release(p->state_rkey);
@@ -1814,6 +1938,10 @@ static void osc_weft_module_release(osc_weft_module_t *m)
     if (NULL != m->mr) {
         weft_mr_close(m->mr);
     }
+    if (m->shared_posix && NULL != m->shared_base) {
+        munmap(m->shared_base, m->shared_len);
+    }
+    free(m->shared_off);
     if (NULL != m->state_mr) {
         weft_mr_close(m->state_mr);
     }
@@ -2061,20 +2189,12 @@ static int osc_weft_select(struct ompi_win_t *win, void **base, size_t size, int
         p->disp_unit = b->disp_unit;
     }
     if (MPI_WIN_FLAVOR_SHARED == flavor) {
-        /* Every part is in rank 0's region, mapped here. */
-        uint64_t total = 0;
-        for (int r = 0; r < m->size; ++r) {
-            m->peers[r].base = m->blobs[0].region_base + m->blobs[r].base;
-            total += m->blobs[r].size;
-        }
-        step = "mapping rank 0's shared region";
-        rc = -WEFT_ENOSYS;
-        if (0 == m->blobs[0].key_len || OMPI_SUCCESS != osc_weft_peer_ready(m, 0) ||
-            NULL == (m->shared_base = weft_rkey_ptr(m->peers[0].rkey, m->blobs[0].region_base,
-                                                    total ? total : 1))) {
+        step = "the shared window";
+        if (OMPI_SUCCESS != (rc = osc_weft_shared_map(m))) {
+            rc = -WEFT_ENOMEM;
             goto fail;
         }
-        *base = m->shared_base + m->blobs[m->rank].base;
+        *base = m->shared_base + m->shared_off[m->rank];
     }
     *model = MPI_WIN_UNIFIED;
     win->w_osc_module = &m->super;
