@@ -222,6 +222,9 @@ const request_ops amo_module::ops{
     .drop =
         [](channel &, send_request *r) {
             auto *op = static_cast<amo_op_state *>(r);
+            if (op->via_am) {
+                --op->peer->amo_in_flight;
+            }
             op->module->ops_.remove(op->id);
             op->module->pool_.put(op);
         },
@@ -329,13 +332,16 @@ int amo_module::start(const amo_request &r, const remote_key &key, rma_completio
     op->am_key = key.am_key;
     op->native = false;
     op->pushed = false;
+    op->via_am = false;
     op->cq_entry = o.cq_entry;
     op->completion = c;
     op->module = this;
     op->id = ops_.add(op);
     const std::uint32_t event = (key.access & key_flag_event) != 0 ? rma_event_count : 0;
     const rma_event_hdr ev{0, r.count * size, event, 0};
-    if (go_native && p->pending_head == nullptr) {
+    // Native only when nothing of this peer's is queued or in flight as an
+    // active message: posting order is execution order.
+    if (go_native && p->pending_head == nullptr && p->amo_in_flight == 0) {
         const bool fetch = fetching;
         {
             transport::atomic_args ta{};
@@ -394,6 +400,8 @@ int amo_module::start(const amo_request &r, const remote_key &key, rma_completio
         pool_.put(op);
         return room;
     }
+    op->via_am = true;
+    ++p->amo_in_flight;
     ch_.enqueue(op, queue_class::ordered);
     ch_.push(p);
     return event == 0 ? 0 : rma_.notify(p, ev);
@@ -412,6 +420,9 @@ void amo_module::native_done(tracked_op *t, status st)
 void amo_module::finish(amo_op_state *op, int err)
 {
     ops_.remove(op->id);
+    if (op->via_am) {
+        --op->peer->amo_in_flight;
+    }
     const rma_completion c = op->completion;
     const bool fetching = op->fetching;
     const bool entry = op->cq_entry;

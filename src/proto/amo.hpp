@@ -152,6 +152,7 @@ struct amo_op_state : send_request, tracked_op {
     bool pushed;
     bool cq_entry;  ///< rma_options::cq_entry
     bool fetching;  ///< the caller asked for the old values
+    bool via_am;    ///< queued as an active message (counted in peer_state::amo_in_flight)
     rma_completion completion;
     class amo_module *module;
 };

@@ -106,6 +106,10 @@ struct peer_state {
     /// sent now is what is left (weft_ep_credits, -WEFT_EAGAIN mode).
     std::uint32_t reserved = 0;
     std::uint32_t next_msg_id = 0;  ///< the tag module's message numbers towards this peer
+    /// Atomics sent to this peer as active messages and not answered yet: while
+    /// any are, later atomics take the same path, so a native one cannot
+    /// overtake them (atomics of one initiator run in posting order).
+    std::uint32_t amo_in_flight = 0;
     send_request *pending_head = nullptr;
     send_request *pending_tail = nullptr;
     send_request *sol_head = nullptr;  ///< solicited (replies): pushed first

@@ -829,6 +829,63 @@ TEST_P(transport_rma, fence_orders_after_earlier_puts)
     }));
 }
 
+// Atomics of one initiator to one target run in posting order, whichever path
+// each takes (a non-fetching replace may go as an active message where a
+// fetch runs natively on mapped memory): a fetch posted right after a replace
+// sees it (MPI's default accumulate ordering relies on this; osc weft).
+TEST_P(transport_rma, atomics_of_one_initiator_run_in_posting_order)
+{
+    ASSERT_TRUE(run(2, [](rank_ctx &c) {
+        constexpr int k_ops = 200;
+        for (int alloc = 0; alloc < 2; ++alloc) {
+            region rg;
+            if (alloc != 0) {
+                void *mem = nullptr;
+                rg.owns = false;  // weft_mr_close frees it
+                WEFT_TCHECK_OK(weft_mr_alloc(c.domain, 4096, all_remote, 0, &mem, &rg.mr));
+                rg.mem = static_cast<std::uint8_t *>(mem);
+                rg.len = 4096;
+                share(c, rg, 2, 30);
+            } else {
+                make_region(c, rg, 4096, all_remote, 2, 31);
+            }
+            if (c.plays(0)) {
+                std::vector<std::uint64_t> vals(k_ops);
+                std::vector<std::uint64_t> seen(k_ops, ~0ULL);
+                std::vector<std::uint64_t> added(k_ops, ~0ULL);
+                std::uint64_t n = 0;
+                const std::uint64_t one = 1;
+                for (int k = 0; k < k_ops; ++k) {
+                    vals[std::size_t(k)] = 1000 + std::uint64_t(k) * 3;
+                    POST("replace", weft_atomic(c.ep, &vals[std::size_t(k)], 1, rg.base[1],
+                                                rg.keys[1], WEFT_UINT64, WEFT_REPLACE,
+                                                op_ctx(++n)));
+                    POST("fetch", weft_fetch_atomic(c.ep, &one, 1, &seen[std::size_t(k)],
+                                                    rg.base[1], rg.keys[1], WEFT_UINT64,
+                                                    WEFT_NOOP, op_ctx(++n)));
+                    POST("fetch-add", weft_fetch_atomic(c.ep, &one, 1, &added[std::size_t(k)],
+                                                        rg.base[1], rg.keys[1], WEFT_UINT64,
+                                                        WEFT_SUM, op_ctx(++n)));
+                }
+                for (std::uint64_t i = 1; i <= n; ++i) {
+                    (void)c.wait_ok(op_ctx(i));
+                }
+                for (int k = 0; k < k_ops; ++k) {
+                    WEFT_TCHECK_EQ(seen[std::size_t(k)], vals[std::size_t(k)]);
+                    WEFT_TCHECK_EQ(added[std::size_t(k)], vals[std::size_t(k)]);
+                }
+            }
+            c.barrier();
+            if (c.plays(1)) {
+                std::uint64_t last = 0;
+                std::memcpy(&last, rg.mem, 8);
+                WEFT_TCHECK_EQ(last, 1000 + std::uint64_t(k_ops - 1) * 3 + 1);
+            }
+            c.barrier();
+        }
+    }));
+}
+
 // Device mode: the NIC's atomics only. verbs offers 64-bit fetch-add; the
 // others have no NIC, so their atomics on such a region are refused.
 TEST_P(transport_rma, device_atomics_run_on_the_nic_or_are_refused)
