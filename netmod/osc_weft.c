@@ -70,13 +70,10 @@
 
 /* From ompi/mca/osc/base/osc_base_obj_convert.h, which Debian's headers cannot
  * compile outside Open MPI's tree (it includes op.h, which needs Fortran
- * headers not installed); both are exported by libmpi. */
+ * headers not installed); exported by libmpi. */
 OMPI_DECLSPEC int ompi_osc_base_get_primitive_type_info(ompi_datatype_t *datatype,
                                                         ompi_datatype_t **prim_datatype,
                                                         uint32_t *prim_count);
-OMPI_DECLSPEC int ompi_osc_base_process_op(void *outbuf, void *inbuf, size_t inbuflen,
-                                           struct ompi_datatype_t *datatype, int count,
-                                           struct ompi_op_t *op);
 
 /* ------------------------------------------------------------------ component */
 
@@ -332,6 +329,8 @@ typedef struct {
     int lock_nocheck;
     osc_weft_region_t *regions; /* dynamic: the peer's table as last read */
     int nregions;
+    uint64_t dyn_gen;   /* dynamic: the table's generation when read */
+    uint64_t dyn_epoch; /* dynamic: the module's epoch when the generation was checked */
 } osc_weft_peer_t;
 
 enum { SYNC_NONE = 0, SYNC_FENCE, SYNC_LOCK, SYNC_LOCK_ALL, SYNC_PSCW };
@@ -370,6 +369,7 @@ typedef struct {
     uint64_t *post_seen;        /* posts consumed from each rank */
     uint64_t complete_expected; /* completes that wait() waits for */
     int exposure;               /* a post without its wait */
+    uint64_t dyn_epoch;         /* dynamic: bumped by every synchronization call */
     opal_mutex_t lock;
 } osc_weft_module_t;
 
@@ -429,6 +429,8 @@ static osc_weft_request_t *osc_weft_request_new(void)
     r->error = MPI_SUCCESS;
     r->tmp = NULL;
     r->unpack_to = NULL;
+    r->unpack_count = 0;
+    r->unpack_dt = NULL;
     return r;
 }
 
@@ -546,6 +548,7 @@ static void osc_weft_wait_posted(void)
 /* Every operation complete at its target. */
 static int osc_weft_flush_ep(osc_weft_module_t *m)
 {
+    ++m->dyn_epoch;
     int rc = weft_ep_flush(C->ep, -1);
     osc_weft_wait_posted();
     if (0 != rc) {
@@ -746,6 +749,8 @@ static int osc_weft_refresh_regions(osc_weft_module_t *m, int t)
                                  p->state_rkey);
         osc_weft_wait_posted();
         if (0 == (gen[0] & 1) && gen[0] == gen[1]) {
+            p->dyn_gen = gen[0];
+            p->dyn_epoch = m->dyn_epoch;
             break;
         }
         if (tries > 1000000) {
@@ -789,6 +794,19 @@ static int osc_weft_target(osc_weft_module_t *m, int t, uint64_t lo, uint64_t hi
         }
         *rkey = p->rkey;
         return MPI_SUCCESS;
+    }
+    /* Once per epoch (and flush), the cached table is checked against the
+     * owner's generation: a region detached and attached again at the same
+     * address has a new key. */
+    if (p->dyn_epoch != m->dyn_epoch) {
+        uint64_t gen = 0;
+        (void)osc_weft_get_piece(
+            m, NULL, &gen, 8, p->state_base + offsetof(osc_weft_state_t, dyn_gen), p->state_rkey);
+        osc_weft_wait_posted();
+        if (gen != p->dyn_gen && OMPI_SUCCESS != osc_weft_refresh_regions(m, t)) {
+            return MPI_ERR_OTHER;
+        }
+        p->dyn_epoch = m->dyn_epoch;
     }
     for (int pass = 0; pass < 2; ++pass) {
         for (int i = 0; i < p->nregions; ++i) {
@@ -1072,9 +1090,61 @@ static void *osc_weft_pack(const void *buf, int count, ompi_datatype_t *dt, size
     return p;
 }
 
+/* Unpack `count` elements of dt from packed bytes into buf. */
+static int osc_weft_unpack(const void *packed, size_t bytes, void *buf, size_t count,
+                           ompi_datatype_t *dt)
+{
+    opal_convertor_t conv;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    struct iovec iov = {.iov_base = (void *)packed, .iov_len = bytes};
+    uint32_t n = 1;
+    int rc = MPI_SUCCESS;
+    if (OPAL_SUCCESS != opal_convertor_copy_and_prepare_for_recv(
+                            ompi_mpi_local_convertor, &dt->super, count, buf, 0, &conv) ||
+        opal_convertor_unpack(&conv, &iov, &n, &bytes) < 0) {
+        rc = MPI_ERR_TYPE;
+    }
+    OBJ_DESTRUCT(&conv);
+    return rc;
+}
+
+/* cur = operand op cur, both `n` packed elements of prim. MPI_Reduce_local
+ * wants them laid out as the type is (the pair types have padding): unpacked
+ * around it when the packed and natural layouts differ. */
+static int osc_weft_combine(const void *operand, char *cur, size_t n, ompi_datatype_t *prim,
+                            struct ompi_op_t *op)
+{
+    size_t esize = 0;
+    ptrdiff_t lb = 0;
+    ptrdiff_t ext = 0;
+    ompi_datatype_type_size(prim, &esize);
+    ompi_datatype_get_extent(prim, &lb, &ext);
+    if (0 == lb && (size_t)ext == esize) {
+        return PMPI_Reduce_local((void *)operand, cur, (int)n, prim, op);
+    }
+    char *a = malloc(n * (size_t)ext);
+    char *b = malloc(n * (size_t)ext);
+    int rc = MPI_ERR_NO_MEM;
+    if (NULL != a && NULL != b &&
+        MPI_SUCCESS == (rc = osc_weft_unpack(operand, n * esize, a - lb, n, prim)) &&
+        MPI_SUCCESS == (rc = osc_weft_unpack(cur, n * esize, b - lb, n, prim)) &&
+        MPI_SUCCESS == (rc = PMPI_Reduce_local(a - lb, b - lb, (int)n, prim, op))) {
+        void *packed = osc_weft_pack(b - lb, (int)n, prim, n * esize);
+        if (NULL == packed) {
+            rc = MPI_ERR_NO_MEM;
+        } else {
+            memcpy(cur, packed, n * esize);
+            free(packed);
+        }
+    }
+    free(a);
+    free(b);
+    return rc;
+}
+
 /* The accumulate path for what weft's atomics do not take: under the target's
  * accumulate lock, read the target bytes, keep the old values for the result,
- * combine (ompi_osc_base_process_op), write back. `operand` holds `n` packed elements
+ * combine (MPI_Reduce_local), write back. `operand` holds `n` packed elements
  * of `prim` (NULL for MPI_NO_OP); `result_packed` receives the old values. */
 static int osc_weft_acc_locked(osc_weft_module_t *m, int t, const void *operand,
                                void *result_packed, size_t n, ompi_datatype_t *prim,
@@ -1108,7 +1178,7 @@ static int osc_weft_acc_locked(osc_weft_module_t *m, int t, const void *operand,
         if (MPI_REPLACE == op) {
             memcpy(cur, operand, n * esize);
         } else {
-            rc = ompi_osc_base_process_op(cur, (void *)operand, n * esize, prim, (int)n, op);
+            rc = osc_weft_combine(operand, cur, n, prim, op);
         }
         off = 0;
         for (size_t j = 0; j < tn && MPI_SUCCESS == rc; ++j) {
@@ -1398,6 +1468,7 @@ static int osc_weft_compare_and_swap(const void *origin, const void *compare, vo
 static int osc_weft_fence(int assert, ompi_win_t *win)
 {
     osc_weft_module_t *m = MODULE(win);
+    ++m->dyn_epoch;
     if (SYNC_LOCK == m->sync || SYNC_LOCK_ALL == m->sync || SYNC_PSCW == m->sync) {
         return MPI_ERR_RMA_SYNC;
     }
@@ -1443,6 +1514,7 @@ static int *osc_weft_group_ranks(osc_weft_module_t *m, ompi_group_t *group, int 
 static int osc_weft_start(ompi_group_t *group, int assert, ompi_win_t *win)
 {
     osc_weft_module_t *m = MODULE(win);
+    ++m->dyn_epoch;
     if (SYNC_NONE != m->sync && SYNC_FENCE != m->sync) {
         return MPI_ERR_RMA_SYNC;
     }
@@ -1507,9 +1579,11 @@ static int osc_weft_post(ompi_group_t *group, int assert, ompi_win_t *win)
     m->exposure = 1;
     /* Our own stores to the window are visible before an origin sees the post. */
     opal_atomic_mb();
-    (void)assert; /* NOCHECK: origins do not wait; the post is cheap either way */
+    /* MPI_MODE_NOCHECK is given on a post exactly when its origins' starts
+     * give it too: they do not wait, so nothing is sent (a post sent anyway
+     * would satisfy a later checked start too early). */
     const size_t off = sizeof(osc_weft_state_t) + sizeof(uint64_t) * (size_t)m->rank;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n && !(assert &MPI_MODE_NOCHECK); ++i) {
         if (OMPI_SUCCESS != osc_weft_peer_ready(m, ranks[i])) {
             free(ranks);
             return MPI_ERR_OTHER;
@@ -1580,6 +1654,7 @@ static void osc_weft_lock_release(osc_weft_module_t *m, int t, int type)
 static int osc_weft_lock(int type, int t, int assert, ompi_win_t *win)
 {
     osc_weft_module_t *m = MODULE(win);
+    ++m->dyn_epoch;
     if (t < 0 || t >= m->size) {
         return MPI_ERR_RANK;
     }
@@ -1623,6 +1698,7 @@ static int osc_weft_unlock(int t, ompi_win_t *win)
 static int osc_weft_lock_all(int assert, ompi_win_t *win)
 {
     osc_weft_module_t *m = MODULE(win);
+    ++m->dyn_epoch;
     if (SYNC_NONE != m->sync && SYNC_FENCE != m->sync) {
         return MPI_ERR_RMA_SYNC;
     }
@@ -2047,6 +2123,7 @@ static int osc_weft_select(struct ompi_win_t *win, void **base, size_t size, int
     if (NULL == m) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    m->dyn_epoch = 1; /* peers start at 0: their tables are checked at first use */
     m->super = osc_weft_module_template;
     m->ctx.kind = CTX_MODULE;
     m->win = win;
