@@ -28,7 +28,7 @@ if [ ! -f "$so" ]; then
     echo "SKIP: $so not built (configure found no Open MPI headers?)"
     exit 77
 fi
-for p in mpi_p2p mpi_many mpi_coll mpi_thread; do
+for p in mpi_p2p mpi_many mpi_coll mpi_thread mpi_osc; do
     if [ ! -x "$build/test/mpi/$p" ]; then
         echo "FAIL: $build/test/mpi/$p not built (make check builds it)"
         exit 1
@@ -132,6 +132,38 @@ else
     echo "FAIL: $build/.libs/mca_coll_weft.so not built"
     failed=$((failed + 1))
 fi
+
+# osc weft (netmod/osc_weft.c, built beside the MTL): mpi_osc's windows of all
+# four flavors through it, on 2 and 4 ranks. With osc_weft_verbose 1 the
+# component prints "osc weft: window on rank R (FLAVOR)" for every window it
+# makes (R: the rank in the window's communicator); every rank must have
+# printed at least one (mpi_osc makes 19 windows a rank).
+if [ -f "$build/.libs/mca_osc_weft.so" ]; then
+    for np in 2 4; do
+        if run mpi_osc "$np" --mca osc weft --mca osc_weft_verbose 1; then
+            windows=$(grep -c "osc weft: window on rank" "$log")
+            for ((r = 0; r < np; r++)); do
+                if ! grep -q "osc weft: window on rank $r (" "$log"; then
+                    echo "FAIL: osc weft made no window on rank $r of $np in mpi_osc" \
+                        "($windows lines in all); its lines:"
+                    grep "osc weft" "$log" | head -n 20 | sed 's/^/    /'
+                    failed=$((failed + 1))
+                    break
+                fi
+            done
+        fi
+    done
+else
+    echo "FAIL: $build/.libs/mca_osc_weft.so not built"
+    failed=$((failed + 1))
+fi
+# Open MPI's own osc over the MTL, osc weft excluded. This overrides Debian's
+# "osc = ^ucx,pt2pt" (openmpi-mca-params.conf), so all of rdma, ucx and pt2pt
+# may be chosen: osc rdma (priority 101, over the vader BTL, which it opens
+# itself under pml cm) wins, and osc sm takes the shared windows. Not on 1
+# rank: there osc rdma declines, and osc ucx then takes the windows and
+# crashes freeing the dynamic one (Open MPI 4.1.4; open-mpi/ompi#9689).
+run mpi_osc 2 --mca osc ^weft
 
 # A tiny weft send queue: weft refuses sends with -WEFT_EAGAIN all the time, and
 # the MTL's deferred queue must keep order and never block a nonblocking call.
