@@ -63,6 +63,7 @@
 #include "opal/datatype/opal_convertor.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/info.h"
 #include "opal/util/output.h"
 
 #include "ompi_weft_types.h"
@@ -83,9 +84,10 @@ typedef struct {
     int priority_other; /* otherwise (selected with --mca osc weft) */
     int verbose;
     int max_attach;
-    int shared_posix; /* 1: shared windows always in POSIX shared memory */
-    int initialized;  /* 0 not tried, 1 open, -1 failed */
-    int threads;      /* MPI_THREAD_MULTIPLE: weft opened thread-safe */
+    int shared_posix;  /* 1: shared windows always in POSIX shared memory */
+    int acc_intrinsic; /* 1: every window's accumulates as weft atomics */
+    int initialized;   /* 0 not tried, 1 open, -1 failed */
+    int threads;       /* MPI_THREAD_MULTIPLE: weft opened thread-safe */
     struct weft_info *info;
     weft_fabric_t *fabric;
     weft_domain_t *domain;
@@ -95,6 +97,7 @@ typedef struct {
     weft_ep_t *ep;
     size_t addr_len;
     uint64_t posted;         /* operations posted (the counter counts them complete) */
+    uint64_t flushed;        /* `posted` at the last weft_ep_flush */
     opal_hash_table_t av_of; /* process name -> AV index + 1 */
     opal_mutex_t av_lock;
 } osc_weft_component_t;
@@ -152,6 +155,12 @@ static int osc_weft_register(void)
                                     "maps memory between processes (tests the fallback)",
                                     MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
                                     MCA_BASE_VAR_SCOPE_READONLY, &C->shared_posix);
+    mca_base_component_var_register(v, "acc_intrinsic",
+                                    "1: accumulates of every window as weft atomics, element by "
+                                    "element (as the info key acc_single_intrinsic=true asks for "
+                                    "one window); 0: under the target's accumulate lock",
+                                    MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                    MCA_BASE_VAR_SCOPE_READONLY, &C->acc_intrinsic);
     mca_base_component_var_register(v, "max_attach",
                                     "Most regions attached at once to one dynamic window",
                                     MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
@@ -314,6 +323,7 @@ typedef struct {
     uint64_t base;
     uint64_t len;
     weft_rkey_t *rkey;
+    char *ptr; /* mapped here (our own regions), or NULL */
 } osc_weft_region_t;
 
 typedef struct {
@@ -325,7 +335,9 @@ typedef struct {
     int ready; /* keys unpacked */
     weft_rkey_t *rkey;
     weft_rkey_t *state_rkey;
-    int lock; /* lock type held (MPI_LOCK_*), 0: none */
+    char *ptr;       /* the window memory mapped here (node peers, ourselves), or NULL */
+    char *state_ptr; /* the state region mapped here, or NULL */
+    int lock;        /* lock type held (MPI_LOCK_*), 0: none */
     int lock_nocheck;
     osc_weft_region_t *regions; /* dynamic: the peer's table as last read */
     int nregions;
@@ -353,6 +365,8 @@ typedef struct {
     weft_mr_t *mr;
     weft_mr_t *state_mr;
     osc_weft_state_t *state;
+    size_t state_len;
+    int acc_intrinsic;    /* info acc_single_intrinsic: accumulates as weft atomics */
     uint64_t *post;       /* in state: posts received from each rank */
     osc_weft_dyn_t *dyn;  /* in state (dynamic windows) */
     weft_mr_t **attached; /* dynamic: the registration of each dyn[] entry */
@@ -549,8 +563,16 @@ static void osc_weft_wait_posted(void)
 static int osc_weft_flush_ep(osc_weft_module_t *m)
 {
     ++m->dyn_epoch;
-    int rc = weft_ep_flush(C->ep, -1);
-    osc_weft_wait_posted();
+    /* Loads and stores on mapped memory are done; weft is asked only when
+     * operations went through it since the last flush. */
+    opal_atomic_mb();
+    const uint64_t posted = __atomic_load_n(&C->posted, __ATOMIC_ACQUIRE);
+    int rc = 0;
+    if (posted != __atomic_load_n(&C->flushed, __ATOMIC_ACQUIRE)) {
+        rc = weft_ep_flush(C->ep, -1);
+        osc_weft_wait_posted();
+        __atomic_store_n(&C->flushed, posted, __ATOMIC_RELEASE);
+    }
     if (0 != rc) {
         return MPI_ERR_OTHER;
     }
@@ -644,6 +666,22 @@ static uint64_t osc_weft_state_atomic(osc_weft_module_t *m, osc_weft_peer_t *pee
                                       int fetch)
 {
     uint64_t result = 0;
+    if (NULL != peer->state_ptr) {
+        /* Mapped: the same CPU atomics the owner's progress runs for peers
+         * that reach it by message (one atomicity domain, docs/rma.md). */
+        uint64_t *w = (uint64_t *)(peer->state_ptr + offset);
+        switch (op) {
+            case WEFT_CSWAP:
+                result = compare;
+                __atomic_compare_exchange_n(w, &result, operand, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE);
+                return result;
+            case WEFT_REPLACE:
+                return __atomic_exchange_n(w, operand, __ATOMIC_ACQ_REL);
+            default:
+                return __atomic_fetch_add(w, operand, __ATOMIC_ACQ_REL);
+        }
+    }
     const uint64_t addr = peer->state_base + offset;
     if (WEFT_CSWAP == op) {
         (void)osc_weft_atomic_piece(m, NULL, &operand, &compare, &result, 1, WEFT_UINT64, op, addr,
@@ -692,6 +730,10 @@ static int osc_weft_peer_ready(osc_weft_module_t *m, int t)
         return OMPI_SUCCESS;
     }
     int rc = OMPI_SUCCESS;
+    if (MPI_WIN_FLAVOR_SHARED == m->flavor && !m->shared_posix && 0 != t &&
+        OMPI_SUCCESS != osc_weft_peer_ready(m, 0)) {
+        return OMPI_ERROR; /* every part is in rank 0's region */
+    }
     OPAL_THREAD_LOCK(&m->lock);
     if (!p->ready) {
         const osc_weft_blob_t *b = &m->blobs[t];
@@ -699,10 +741,7 @@ static int osc_weft_peer_ready(osc_weft_module_t *m, int t)
             0 != weft_rkey_unpack(C->ep, p->addr, b->state_key, b->state_key_len, &p->state_rkey)) {
             rc = OMPI_ERROR;
         } else if (MPI_WIN_FLAVOR_SHARED == m->flavor && !m->shared_posix) {
-            /* every part is in rank 0's region */
-            if (0 != t && OMPI_SUCCESS != (rc = osc_weft_peer_ready(m, 0))) {
-                rc = OMPI_ERROR;
-            } else if (0 == t) {
+            if (0 == t) {
                 if (0 != weft_rkey_unpack(C->ep, p->addr, b->key, b->key_len, &p->rkey)) {
                     rc = OMPI_ERROR;
                 }
@@ -714,6 +753,12 @@ static int osc_weft_peer_ready(osc_weft_module_t *m, int t)
             rc = OMPI_ERROR;
         }
         if (OMPI_SUCCESS == rc) {
+            /* Node peers' weft_mr_alloc memory (and our own) is mapped here:
+             * loads, stores and CPU atomics with no call into weft. */
+            p->state_ptr = weft_rkey_ptr(p->state_rkey, p->state_base, m->state_len);
+            if (MPI_WIN_FLAVOR_DYNAMIC != m->flavor && NULL != p->rkey && 0 != p->size) {
+                p->ptr = weft_rkey_ptr(p->rkey, p->base, p->size);
+            }
             __atomic_store_n(&p->ready, 1, __ATOMIC_RELEASE);
         }
     }
@@ -776,6 +821,7 @@ static int osc_weft_refresh_regions(osc_weft_module_t *m, int t)
         if (0 == weft_rkey_unpack(C->ep, p->addr, table[i].key, table[i].key_len, &g->rkey)) {
             g->base = table[i].base;
             g->len = table[i].len;
+            g->ptr = weft_rkey_ptr(g->rkey, g->base, g->len);
             ++p->nregions;
         }
     }
@@ -785,7 +831,7 @@ static int osc_weft_refresh_regions(osc_weft_module_t *m, int t)
 
 /* The key and address for target bytes [lo, hi) of `t`, or an MPI error. */
 static int osc_weft_target(osc_weft_module_t *m, int t, uint64_t lo, uint64_t hi,
-                           weft_rkey_t **rkey)
+                           weft_rkey_t **rkey, char **direct)
 {
     osc_weft_peer_t *p = &m->peers[t];
     if (MPI_WIN_FLAVOR_DYNAMIC != m->flavor) {
@@ -793,6 +839,7 @@ static int osc_weft_target(osc_weft_module_t *m, int t, uint64_t lo, uint64_t hi
             return MPI_ERR_RMA_RANGE;
         }
         *rkey = p->rkey;
+        *direct = NULL != p->ptr ? p->ptr + (lo - p->base) : NULL;
         return MPI_SUCCESS;
     }
     /* Once per epoch (and flush), the cached table is checked against the
@@ -813,6 +860,7 @@ static int osc_weft_target(osc_weft_module_t *m, int t, uint64_t lo, uint64_t hi
             const osc_weft_region_t *g = &p->regions[i];
             if (lo >= g->base && hi <= g->base + g->len && hi >= lo) {
                 *rkey = g->rkey;
+                *direct = NULL != g->ptr ? g->ptr + (lo - g->base) : NULL;
                 return MPI_SUCCESS;
             }
         }
@@ -967,6 +1015,19 @@ static int osc_weft_move(int dir, void *origin, int ocount, ompi_datatype_t *odt
     if (osize * (size_t)ocount != tsize * (size_t)tcount) {
         return MPI_ERR_TYPE; /* the signatures differ */
     }
+    /* The common case in one screen: one predefined type without gaps on
+     * both sides, into memory mapped here. */
+    const osc_weft_peer_t *p = &m->peers[t];
+    if (odt == tdt && ocount == tcount && NULL != p->ptr && ompi_datatype_is_predefined(odt) &&
+        (odt->super.flags & OPAL_DATATYPE_FLAG_NO_GAPS)) {
+        const uint64_t len = (uint64_t)osize * (uint64_t)ocount;
+        if (addr < p->base || addr + len > p->base + p->size || addr + len < addr) {
+            return MPI_ERR_RMA_RANGE;
+        }
+        char *mapped = p->ptr + (addr - p->base);
+        memcpy(0 == dir ? mapped : origin, 0 == dir ? origin : mapped, len);
+        return MPI_SUCCESS;
+    }
     if (0 == osize * (size_t)ocount) {
         return MPI_SUCCESS;
     }
@@ -985,9 +1046,11 @@ static int osc_weft_move(int dir, void *origin, int ocount, ompi_datatype_t *odt
     uint64_t lo = 0;
     uint64_t hi = 0;
     weft_rkey_t *rkey = NULL;
+    char *direct = NULL;
     osc_weft_span(tv, tn, &lo, &hi);
-    rc = osc_weft_target(m, t, lo, hi, &rkey);
-    /* Pair the two lists: one weft operation per common piece. */
+    rc = osc_weft_target(m, t, lo, hi, &rkey, &direct);
+    /* Pair the two lists: one copy (mapped memory) or weft operation per
+     * common piece. */
     size_t i = 0;
     size_t j = 0;
     size_t io = 0;
@@ -998,7 +1061,10 @@ static int osc_weft_move(int dir, void *origin, int ocount, ompi_datatype_t *odt
         const size_t len = left_o < left_t ? left_o : left_t;
         char *local = (char *)ov[i].iov_base + io;
         const uint64_t remote = (uint64_t)(uintptr_t)tv[j].iov_base + jo;
-        if (0 != len) {
+        if (0 != len && NULL != direct) {
+            char *mapped = direct + (remote - lo);
+            memcpy(0 == dir ? mapped : local, 0 == dir ? local : mapped, len);
+        } else if (0 != len) {
             rc = 0 == dir ? osc_weft_put_piece(m, r, local, len, remote, rkey)
                           : osc_weft_get_piece(m, r, local, len, remote, rkey);
         }
@@ -1149,47 +1215,75 @@ static int osc_weft_combine(const void *operand, char *cur, size_t n, ompi_datat
 static int osc_weft_acc_locked(osc_weft_module_t *m, int t, const void *operand,
                                void *result_packed, size_t n, ompi_datatype_t *prim,
                                struct ompi_op_t *op, const struct iovec *tv, size_t tn,
-                               weft_rkey_t *rkey)
+                               weft_rkey_t *rkey, char *direct, uint64_t lo)
 {
     osc_weft_peer_t *p = &m->peers[t];
     size_t esize = 0;
+    ptrdiff_t lb = 0;
+    ptrdiff_t ext = 0;
     ompi_datatype_type_size(prim, &esize);
-    char *cur = malloc(n * esize != 0 ? n * esize : 1);
-    if (NULL == cur) {
-        return MPI_ERR_NO_MEM;
-    }
+    ompi_datatype_get_extent(prim, &lb, &ext);
+    const size_t bytes = n * esize;
     /* Take the accumulate lock (0 -> 1). */
     while (0 !=
            osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_CSWAP, 1, 0, 1)) {
         opal_progress();
     }
-    size_t off = 0;
     int rc = MPI_SUCCESS;
-    for (size_t j = 0; j < tn && MPI_SUCCESS == rc; ++j) {
-        rc = osc_weft_get_piece(m, NULL, cur + off, tv[j].iov_len,
-                                (uint64_t)(uintptr_t)tv[j].iov_base, rkey);
-        off += tv[j].iov_len;
-    }
-    osc_weft_wait_posted();
-    if (MPI_SUCCESS == rc && NULL != result_packed) {
-        memcpy(result_packed, cur, n * esize);
-    }
-    if (MPI_SUCCESS == rc && MPI_NO_OP != op) {
-        if (MPI_REPLACE == op) {
-            memcpy(cur, operand, n * esize);
-        } else {
-            rc = osc_weft_combine(operand, cur, n, prim, op);
+    if (NULL != direct && 1 == tn && 0 == lb && (size_t)ext == esize) {
+        /* Mapped and one natural run: combined in place. */
+        if (NULL != result_packed) {
+            memcpy(result_packed, direct, bytes);
         }
-        off = 0;
+        if (MPI_REPLACE == op) {
+            memcpy(direct, operand, bytes);
+        } else if (MPI_NO_OP != op) {
+            rc = PMPI_Reduce_local((void *)operand, direct, (int)n, prim, op);
+        }
+    } else {
+        char *cur = malloc(bytes != 0 ? bytes : 1);
+        if (NULL == cur) {
+            rc = MPI_ERR_NO_MEM;
+        }
+        size_t off = 0;
         for (size_t j = 0; j < tn && MPI_SUCCESS == rc; ++j) {
-            rc = osc_weft_put_piece(m, NULL, cur + off, tv[j].iov_len,
-                                    (uint64_t)(uintptr_t)tv[j].iov_base, rkey);
+            const uint64_t a = (uint64_t)(uintptr_t)tv[j].iov_base;
+            if (NULL != direct) {
+                memcpy(cur + off, direct + (a - lo), tv[j].iov_len);
+            } else {
+                rc = osc_weft_get_piece(m, NULL, cur + off, tv[j].iov_len, a, rkey);
+            }
             off += tv[j].iov_len;
         }
-        osc_weft_wait_posted();
+        if (NULL == direct) {
+            osc_weft_wait_posted();
+        }
+        if (MPI_SUCCESS == rc && NULL != result_packed) {
+            memcpy(result_packed, cur, bytes);
+        }
+        if (MPI_SUCCESS == rc && MPI_NO_OP != op) {
+            if (MPI_REPLACE == op) {
+                memcpy(cur, operand, bytes);
+            } else {
+                rc = osc_weft_combine(operand, cur, n, prim, op);
+            }
+            off = 0;
+            for (size_t j = 0; j < tn && MPI_SUCCESS == rc; ++j) {
+                const uint64_t a = (uint64_t)(uintptr_t)tv[j].iov_base;
+                if (NULL != direct) {
+                    memcpy(direct + (a - lo), cur + off, tv[j].iov_len);
+                } else {
+                    rc = osc_weft_put_piece(m, NULL, cur + off, tv[j].iov_len, a, rkey);
+                }
+                off += tv[j].iov_len;
+            }
+            if (NULL == direct) {
+                osc_weft_wait_posted(); /* complete at the target before the lock goes */
+            }
+        }
+        free(cur);
     }
     (void)osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_REPLACE, 0, 0, 1);
-    free(cur);
     return rc;
 }
 
@@ -1247,8 +1341,9 @@ static int osc_weft_acc(const void *origin, int ocount, ompi_datatype_t *odt, vo
     uint64_t lo = 0;
     uint64_t hi = 0;
     weft_rkey_t *rkey = NULL;
+    char *direct = NULL;
     osc_weft_span(tv, tn, &lo, &hi);
-    if (MPI_SUCCESS != (rc = osc_weft_target(m, t, lo, hi, &rkey))) {
+    if (MPI_SUCCESS != (rc = osc_weft_target(m, t, lo, hi, &rkey, &direct))) {
         osc_weft_pieces_free(tv, &t1);
         return rc;
     }
@@ -1285,7 +1380,7 @@ static int osc_weft_acc(const void *origin, int ocount, ompi_datatype_t *odt, vo
     }
     const int type = ompi_weft_datatype(prim);
     const int wop = ompi_weft_atomic_op(op);
-    const int native = type >= 0 && wop >= 0 &&
+    const int native = m->acc_intrinsic && type >= 0 && wop >= 0 &&
                        weft_atomic_valid((enum weft_datatype)type, (enum weft_atomic_op)wop);
     /* A request of our own when temporaries must live until completion. */
     osc_weft_request_t *own = NULL;
@@ -1301,7 +1396,7 @@ static int osc_weft_acc(const void *origin, int ocount, ompi_datatype_t *odt, vo
         r = own;
     }
     if (!native) {
-        rc = osc_weft_acc_locked(m, t, operand, res, n, prim, op, tv, tn, rkey);
+        rc = osc_weft_acc_locked(m, t, operand, res, n, prim, op, tv, tn, rkey, direct, lo);
         if (unpack && MPI_SUCCESS == rc) {
             osc_weft_request_t *u = osc_weft_request_new();
             if (NULL == u) {
@@ -1436,28 +1531,35 @@ static int osc_weft_compare_and_swap(const void *origin, const void *compare, vo
     size_t esize = 0;
     ompi_datatype_type_size(dt, &esize);
     weft_rkey_t *rkey = NULL;
-    if (MPI_SUCCESS != (rc = osc_weft_target(m, t, addr, addr + esize, &rkey))) {
+    char *direct = NULL;
+    if (MPI_SUCCESS != (rc = osc_weft_target(m, t, addr, addr + esize, &rkey, &direct))) {
         return rc;
     }
     const int type = ompi_weft_datatype(dt);
-    if (type >= 0 && weft_atomic_valid((enum weft_datatype)type, WEFT_CSWAP)) {
+    if (m->acc_intrinsic && type >= 0 && weft_atomic_valid((enum weft_datatype)type, WEFT_CSWAP)) {
         rc = osc_weft_atomic_piece(m, NULL, origin, compare, result, 1, (enum weft_datatype)type,
                                    WEFT_CSWAP, addr, rkey);
         osc_weft_wait_posted();
         return rc;
     }
-    /* Other types MPI allows here (none in C today but multi-language ones):
-     * under the accumulate lock. */
+    /* Under the accumulate lock, as every accumulate of the window. */
     osc_weft_peer_t *p = &m->peers[t];
     while (0 !=
            osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_CSWAP, 1, 0, 1)) {
         opal_progress();
     }
-    rc = osc_weft_get_piece(m, NULL, result, esize, addr, rkey);
-    osc_weft_wait_posted();
-    if (MPI_SUCCESS == rc && 0 == memcmp(result, compare, esize)) {
-        rc = osc_weft_put_piece(m, NULL, origin, esize, addr, rkey);
+    if (NULL != direct) {
+        memcpy(result, direct, esize);
+        if (0 == memcmp(result, compare, esize)) {
+            memcpy(direct, origin, esize);
+        }
+    } else {
+        rc = osc_weft_get_piece(m, NULL, result, esize, addr, rkey);
         osc_weft_wait_posted();
+        if (MPI_SUCCESS == rc && 0 == memcmp(result, compare, esize)) {
+            rc = osc_weft_put_piece(m, NULL, origin, esize, addr, rkey);
+            osc_weft_wait_posted();
+        }
     }
     (void)osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_REPLACE, 0, 0, 1);
     return rc;
@@ -2115,7 +2217,6 @@ static int osc_weft_select(struct ompi_win_t *win, void **base, size_t size, int
                            struct ompi_communicator_t *comm, struct opal_info_t *info, int flavor,
                            int *model)
 {
-    (void)info;
     if (0 != osc_weft_open()) {
         return OMPI_ERR_NOT_AVAILABLE;
     }
@@ -2138,6 +2239,17 @@ static int osc_weft_select(struct ompi_win_t *win, void **base, size_t size, int
     }
     m->rank = ompi_comm_rank(m->comm);
     m->size = ompi_comm_size(m->comm);
+    m->acc_intrinsic = C->acc_intrinsic;
+    if (NULL != info) {
+        /* Open MPI's key (osc rdma reads it too): every accumulate is a
+         * single-element intrinsic op, so weft's atomics may run them. */
+        bool flag = false;
+        int found = 0;
+        if (OPAL_SUCCESS == opal_info_get_bool(info, "acc_single_intrinsic", &flag, &found) &&
+            found) {
+            m->acc_intrinsic = flag;
+        }
+    }
     const char *step = "memory";
     const uint64_t access = WEFT_ACCESS_LOCAL | WEFT_ACCESS_REMOTE_READ | WEFT_ACCESS_REMOTE_WRITE |
                             WEFT_ACCESS_REMOTE_ATOMIC;
@@ -2163,6 +2275,7 @@ static int osc_weft_select(struct ompi_win_t *win, void **base, size_t size, int
         goto fail;
     }
     m->state = state;
+    m->state_len = state_len;
     m->post = (uint64_t *)(m->state + 1);
     if (MPI_WIN_FLAVOR_DYNAMIC == flavor) {
         m->dyn = (osc_weft_dyn_t *)(m->post + m->size);

@@ -153,6 +153,12 @@ if [ -f "$build/.libs/mca_osc_weft.so" ]; then
             done
         fi
     done
+    # The other two ways of the component: accumulates as weft atomics element
+    # by element (the acc_single_intrinsic way; the default runs them under the
+    # target's accumulate lock), and shared windows in POSIX shared memory (the
+    # fallback where weft maps no memory between processes, e.g. over verbs).
+    run mpi_osc 2 --mca osc weft --mca osc_weft_acc_intrinsic 1
+    run mpi_osc 3 --mca osc weft --mca osc_weft_shared_posix 1
 else
     echo "FAIL: $build/.libs/mca_osc_weft.so not built"
     failed=$((failed + 1))
