@@ -130,6 +130,7 @@ OMPI_MODULE_DECLSPEC osc_weft_component_t mca_osc_weft_component = {
     .priority = 110,
     .priority_other = 5,
     .max_attach = 64,
+    .acc_intrinsic = -1,
 };
 #define C (&mca_osc_weft_component)
 
@@ -156,9 +157,12 @@ static int osc_weft_register(void)
                                     MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
                                     MCA_BASE_VAR_SCOPE_READONLY, &C->shared_posix);
     mca_base_component_var_register(v, "acc_intrinsic",
-                                    "1: accumulates of every window as weft atomics, element by "
-                                    "element (as the info key acc_single_intrinsic=true asks for "
-                                    "one window); 0: under the target's accumulate lock",
+                                    "How windows run accumulates: -1 chosen per window (under "
+                                    "the target's accumulate lock, combined in place, when every "
+                                    "rank maps every part; else as weft atomics); 1 always as weft "
+                                    "atomics, element by element (as the info key "
+                                    "acc_single_intrinsic=true asks for one window); 0 always "
+                                    "under the accumulate lock",
                                     MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
                                     MCA_BASE_VAR_SCOPE_READONLY, &C->acc_intrinsic);
     mca_base_component_var_register(v, "max_attach",
@@ -756,7 +760,8 @@ static int osc_weft_peer_ready(osc_weft_module_t *m, int t)
             /* Node peers' weft_mr_alloc memory (and our own) is mapped here:
              * loads, stores and CPU atomics with no call into weft. */
             p->state_ptr = weft_rkey_ptr(p->state_rkey, p->state_base, m->state_len);
-            if (MPI_WIN_FLAVOR_DYNAMIC != m->flavor && NULL != p->rkey && 0 != p->size) {
+            if (NULL == p->ptr && MPI_WIN_FLAVOR_DYNAMIC != m->flavor && NULL != p->rkey &&
+                0 != p->size) {
                 p->ptr = weft_rkey_ptr(p->rkey, p->base, p->size);
             }
             __atomic_store_n(&p->ready, 1, __ATOMIC_RELEASE);
@@ -2085,6 +2090,7 @@ static int osc_weft_shared_map(osc_weft_module_t *m)
             return OMPI_ERROR;
         }
         m->peers[r].base = m->blobs[r].base;
+        m->peers[r].ptr = 0 != m->blobs[r].size ? m->shared_base + m->shared_off[r] : NULL;
     }
     return rc;
 }
@@ -2239,7 +2245,7 @@ static int osc_weft_select(struct ompi_win_t *win, void **base, size_t size, int
     }
     m->rank = ompi_comm_rank(m->comm);
     m->size = ompi_comm_size(m->comm);
-    m->acc_intrinsic = C->acc_intrinsic;
+    m->acc_intrinsic = C->acc_intrinsic < 0 ? -1 : 0 != C->acc_intrinsic; /* -1: chosen below */
     if (NULL != info) {
         /* Open MPI's key (osc rdma reads it too): every accumulate is a
          * single-element intrinsic op, so weft's atomics may run them. */
@@ -2386,11 +2392,33 @@ static int osc_weft_select(struct ompi_win_t *win, void **base, size_t size, int
         }
         *base = m->shared_base + m->shared_off[m->rank];
     }
+    if (m->acc_intrinsic < 0) {
+        /* How the window's accumulates run, the same on every rank: under the
+         * accumulate lock, combined in place, when every rank maps every
+         * window part (weft_mr_alloc memory on one node); else as weft
+         * atomics, one trip each, where the lock would cost four. */
+        int ok = (MPI_WIN_FLAVOR_ALLOCATE == flavor || MPI_WIN_FLAVOR_SHARED == flavor) &&
+                 !ompi_group_have_remote_peers(m->comm->c_local_group);
+        for (int r = 0; ok && r < m->size; ++r) {
+            ok = OMPI_SUCCESS == osc_weft_peer_ready(m, r) &&
+                 (NULL != m->peers[r].ptr || 0 == m->peers[r].size);
+        }
+        int all = 0;
+        step = "agreeing on the accumulate path";
+        if (OMPI_SUCCESS !=
+            m->comm->c_coll->coll_allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, m->comm,
+                                            m->comm->c_coll->coll_allreduce_module)) {
+            rc = -WEFT_EIO;
+            goto fail;
+        }
+        m->acc_intrinsic = !all;
+    }
     *model = MPI_WIN_UNIFIED;
     win->w_osc_module = &m->super;
     if (C->verbose > 0) {
-        opal_output(0, "osc weft: window on rank %d (%s)", ompi_comm_rank(comm),
-                    osc_weft_flavor_name(flavor));
+        opal_output(0, "osc weft: window on rank %d (%s, accumulates %s)", ompi_comm_rank(comm),
+                    osc_weft_flavor_name(flavor),
+                    m->acc_intrinsic ? "as weft atomics" : "under the accumulate lock");
     }
     /* Nobody accesses a window before every rank has made it. */
     return m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);

@@ -153,11 +153,15 @@ if [ -f "$build/.libs/mca_osc_weft.so" ]; then
             done
         fi
     done
-    # The other two ways of the component: accumulates as weft atomics element
-    # by element (the acc_single_intrinsic way; the default runs them under the
-    # target's accumulate lock), and shared windows in POSIX shared memory (the
-    # fallback where weft maps no memory between processes, e.g. over verbs).
+    # The component's other ways. Accumulates: by default under the target's
+    # accumulate lock where every rank maps every part (allocate and shared
+    # windows here) and as weft atomics elsewhere (create, dynamic); forced
+    # both ways for every window (osc_weft_acc_intrinsic 1 and 0: the lock
+    # over weft gets and puts on memory not mapped). Shared windows in POSIX
+    # shared memory (the fallback where weft maps no memory between
+    # processes, e.g. over verbs).
     run mpi_osc 2 --mca osc weft --mca osc_weft_acc_intrinsic 1
+    run mpi_osc 2 --mca osc weft --mca osc_weft_acc_intrinsic 0
     run mpi_osc 3 --mca osc weft --mca osc_weft_shared_posix 1
 else
     echo "FAIL: $build/.libs/mca_osc_weft.so not built"
