@@ -98,6 +98,7 @@ typedef struct {
     size_t addr_len;
     uint64_t posted;         /* operations posted (the counter counts them complete) */
     uint64_t flushed;        /* `posted` at the last weft_ep_flush */
+    uint64_t completed;      /* `posted` at the last wait for the counter */
     opal_hash_table_t av_of; /* process name -> AV index + 1 */
     opal_mutex_t av_lock;
 } osc_weft_component_t;
@@ -382,6 +383,9 @@ typedef struct {
     osc_weft_peer_t *peers;
     int sync;
     int nlocked;
+    int *held; /* lock_all: the targets whose shared lock this epoch took */
+    int nheld;
+    int lock_all_nocheck;
     int *start_ranks; /* PSCW access epoch: comm ranks of the start group */
     int start_n;
     uint64_t *post_seen;        /* posts consumed from each rank */
@@ -557,10 +561,14 @@ static int osc_weft_progress(void)
 static void osc_weft_wait_posted(void)
 {
     const uint64_t want = __atomic_load_n(&C->posted, __ATOMIC_ACQUIRE);
+    if (want == __atomic_load_n(&C->completed, __ATOMIC_ACQUIRE)) {
+        return; /* nothing went through weft since the last wait */
+    }
     while (weft_cntr_read(C->cntr) + weft_cntr_readerr(C->cntr) < want) {
         opal_progress();
     }
     osc_weft_progress(); /* errors of these operations, into their modules */
+    __atomic_store_n(&C->completed, want, __ATOMIC_RELEASE);
 }
 
 /* Every operation complete at its target. */
@@ -897,7 +905,10 @@ static int osc_weft_epoch_ok(osc_weft_module_t *m, int t)
     }
 }
 
-/* Common checks of an operation on `t`; the window address of target_disp. */
+static void osc_weft_lock_take(osc_weft_module_t *m, int t, int type);
+
+/* Common checks of an operation on `t` (and lock_all's lock of it, at the
+ * epoch's first access); the window address of target_disp. */
 static int osc_weft_begin(osc_weft_module_t *m, int t, ptrdiff_t disp, uint64_t *addr)
 {
     if (t < 0 || t >= m->size) {
@@ -909,7 +920,15 @@ static int osc_weft_begin(osc_weft_module_t *m, int t, ptrdiff_t disp, uint64_t 
     if (OMPI_SUCCESS != osc_weft_peer_ready(m, t)) {
         return MPI_ERR_OTHER;
     }
-    const osc_weft_peer_t *p = &m->peers[t];
+    osc_weft_peer_t *p = &m->peers[t];
+    if (SYNC_LOCK_ALL == m->sync && 0 == p->lock) {
+        p->lock_nocheck = m->lock_all_nocheck;
+        if (!p->lock_nocheck) {
+            osc_weft_lock_take(m, t, MPI_LOCK_SHARED);
+        }
+        p->lock = MPI_LOCK_SHARED;
+        m->held[m->nheld++] = t;
+    }
     *addr = MPI_WIN_FLAVOR_DYNAMIC == m->flavor
                 ? (uint64_t)disp
                 : p->base + (uint64_t)((int64_t)disp * (int64_t)p->disp_unit);
@@ -1809,16 +1828,11 @@ static int osc_weft_lock_all(int assert, ompi_win_t *win)
     if (SYNC_NONE != m->sync && SYNC_FENCE != m->sync) {
         return MPI_ERR_RMA_SYNC;
     }
-    for (int t = 0; t < m->size; ++t) {
-        if (OMPI_SUCCESS != osc_weft_peer_ready(m, t)) {
-            return MPI_ERR_OTHER;
-        }
-        m->peers[t].lock_nocheck = 0 != (assert &MPI_MODE_NOCHECK);
-        if (!m->peers[t].lock_nocheck) {
-            osc_weft_lock_take(m, t, MPI_LOCK_SHARED);
-        }
-        m->peers[t].lock = MPI_LOCK_SHARED;
-    }
+    /* Each target's shared lock is taken at the epoch's first access to it
+     * (osc_weft_begin), as MPI allows: an epoch that touches one target costs
+     * one atomic, not one per rank. */
+    m->lock_all_nocheck = 0 != (assert &MPI_MODE_NOCHECK);
+    m->nheld = 0;
     m->sync = SYNC_LOCK_ALL;
     return MPI_SUCCESS;
 }
@@ -1830,12 +1844,14 @@ static int osc_weft_unlock_all(ompi_win_t *win)
         return MPI_ERR_RMA_SYNC;
     }
     const int rc = osc_weft_flush_ep(m);
-    for (int t = 0; t < m->size; ++t) {
+    for (int i = 0; i < m->nheld; ++i) {
+        const int t = m->held[i];
         if (!m->peers[t].lock_nocheck) {
             osc_weft_lock_release(m, t, MPI_LOCK_SHARED);
         }
         m->peers[t].lock = 0;
     }
+    m->nheld = 0;
     m->sync = SYNC_NONE;
     return rc;
 }
@@ -2137,6 +2153,7 @@ static void osc_weft_module_release(osc_weft_module_t *m)
     free(m->peers);
     free(m->blobs);
     free(m->post_seen);
+    free(m->held);
     free(m->start_ranks);
     free(m);
 }
@@ -2262,8 +2279,10 @@ static int osc_weft_select(struct ompi_win_t *win, void **base, size_t size, int
     m->blobs = calloc((size_t)m->size, sizeof(*m->blobs));
     m->peers = calloc((size_t)m->size, sizeof(*m->peers));
     m->post_seen = calloc((size_t)m->size, sizeof(*m->post_seen));
+    m->held = calloc((size_t)m->size, sizeof(*m->held));
     osc_weft_blob_t *me = malloc(sizeof(*me));
-    if (NULL == m->blobs || NULL == m->peers || NULL == m->post_seen || NULL == me) {
+    if (NULL == m->blobs || NULL == m->peers || NULL == m->post_seen || NULL == m->held ||
+        NULL == me) {
         free(me);
         osc_weft_module_release(m);
         return OMPI_ERR_OUT_OF_RESOURCE;
