@@ -409,7 +409,9 @@ status channel::am_short_slow(peer_state *p, am_id am, bool metered, const void 
         alignas(8) std::uint8_t buf[sizeof(credit_prefix) + max_header];
         const credit_prefix cp{n, 0};
         std::memcpy(buf, &cp, sizeof(cp));
-        std::memcpy(buf + sizeof(cp), hdr, hlen);
+        if (hlen != 0) {
+            std::memcpy(buf + sizeof(cp), hdr, hlen);  // hdr may be null when hlen is 0
+        }
         const transport::am_word w = transport::make_am(unsigned(am), am_flag_credits);
         if (sizeof(cp) + hlen + len <= p->max_short) {
             st = transport::send_short(p->tl, p->conn, w, buf, sizeof(cp) + hlen, payload, len);
@@ -446,7 +448,9 @@ status channel::am_bcopy(peer_state *p, am_id am, bool metered, const void *hdr,
         alignas(8) std::uint8_t buf[sizeof(credit_prefix) + max_header];
         const credit_prefix cp{n, 0};
         std::memcpy(buf, &cp, sizeof(cp));
-        std::memcpy(buf + sizeof(cp), hdr, hlen);
+        if (hlen != 0) {
+            std::memcpy(buf + sizeof(cp), hdr, hlen);  // hdr may be null when hlen is 0
+        }
         st =
             transport::send_bcopy(p->tl, p->conn, transport::make_am(unsigned(am), am_flag_credits),
                                   buf, sizeof(cp) + hlen, iov, iovcnt, offset, len);

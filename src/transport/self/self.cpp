@@ -358,7 +358,9 @@ class self_iface final : public iface {
             return status::again;
         }
         s->wake();
-        std::memcpy(dst, hdr, hdr_len);
+        if (hdr_len != 0) {  // hdr may be null without a header
+            std::memcpy(dst, hdr, hdr_len);
+        }
         if (len != 0) {
             std::memcpy(dst + hdr_len, payload, len);
         }
@@ -385,7 +387,9 @@ class self_iface final : public iface {
             return status::again;
         }
         s->wake();
-        std::memcpy(dst, hdr, hdr_len);
+        if (hdr_len != 0) {  // hdr may be null without a header
+            std::memcpy(dst, hdr, hdr_len);
+        }
         gather(dst + hdr_len, iov, iovcnt, offset, len);
         return status::ok;
     }

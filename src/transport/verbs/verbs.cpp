@@ -1318,7 +1318,9 @@ status verbs_iface::send_bcopy(iface *tl, conn_id ci, am_word am, const void *hd
     const std::uint32_t b = v->bounce_free_.back();
     v->bounce_free_.pop_back();
     std::uint8_t *buf = v->bounce_base_ + std::size_t{b} * v->cfg_.seg_size;
-    std::memcpy(buf, hdr, hdr_len);
+    if (hdr_len != 0) {  // hdr may be null without a header
+        std::memcpy(buf, hdr, hdr_len);
+    }
     std::uint8_t *to = buf + hdr_len;
     std::size_t left = len;
     for (std::size_t i = 0; i < iovcnt && left > 0; ++i) {
