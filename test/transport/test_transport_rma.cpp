@@ -857,15 +857,15 @@ TEST_P(transport_rma, atomics_of_one_initiator_run_in_posting_order)
                 const std::uint64_t one = 1;
                 for (int k = 0; k < k_ops; ++k) {
                     vals[std::size_t(k)] = 1000 + std::uint64_t(k) * 3;
-                    POST("replace", weft_atomic(c.ep, &vals[std::size_t(k)], 1, rg.base[1],
-                                                rg.keys[1], WEFT_UINT64, WEFT_REPLACE,
-                                                op_ctx(++n)));
-                    POST("fetch", weft_fetch_atomic(c.ep, &one, 1, &seen[std::size_t(k)],
-                                                    rg.base[1], rg.keys[1], WEFT_UINT64,
-                                                    WEFT_NOOP, op_ctx(++n)));
-                    POST("fetch-add", weft_fetch_atomic(c.ep, &one, 1, &added[std::size_t(k)],
-                                                        rg.base[1], rg.keys[1], WEFT_UINT64,
-                                                        WEFT_SUM, op_ctx(++n)));
+                    POST("replace",
+                         weft_atomic(c.ep, &vals[std::size_t(k)], 1, rg.base[1], rg.keys[1],
+                                     WEFT_UINT64, WEFT_REPLACE, op_ctx(++n)));
+                    POST("fetch",
+                         weft_fetch_atomic(c.ep, &one, 1, &seen[std::size_t(k)], rg.base[1],
+                                           rg.keys[1], WEFT_UINT64, WEFT_NOOP, op_ctx(++n)));
+                    POST("fetch-add",
+                         weft_fetch_atomic(c.ep, &one, 1, &added[std::size_t(k)], rg.base[1],
+                                           rg.keys[1], WEFT_UINT64, WEFT_SUM, op_ctx(++n)));
                 }
                 for (std::uint64_t i = 1; i <= n; ++i) {
                     (void)c.wait_ok(op_ctx(i));
