@@ -37,7 +37,9 @@
  */
 #include "ompi_config.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,7 +156,9 @@ static int osc_weft_register(void)
                                     MCA_BASE_VAR_SCOPE_READONLY, &C->verbose);
     mca_base_component_var_register(v, "shared_posix",
                                     "1: make shared windows in POSIX shared memory even where weft "
-                                    "maps memory between processes (tests the fallback)",
+                                    "maps memory between processes (tests the fallback); 2: in a "
+                                    "file in $TMPDIR or /tmp (the fallback's fallback, where "
+                                    "/dev/shm is not mounted)",
                                     MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
                                     MCA_BASE_VAR_SCOPE_READONLY, &C->shared_posix);
     mca_base_component_var_register(v, "acc_intrinsic",
@@ -2041,33 +2045,55 @@ static int osc_weft_shared_map(osc_weft_module_t *m)
     }
     m->shared_posix = 1;
     m->shared_base = NULL;
+    /* Made by rank 0 in POSIX shared memory (/dev/shm), or where that is not
+     * mounted (minimal systems, the Soft-RoCE test VM) as a file in $TMPDIR
+     * or /tmp; the others open what it made. */
     char name[64];
-    uint64_t id = 0;
+    char path[PATH_MAX];
+    uint64_t id[2] = {0, 0}; /* the name's numbers; how it was made (0 shm, 1 file, 2 none) */
+    int err = 0;
     if (0 == m->rank) {
         static uint32_t serial;
-        id = ((uint64_t)getpid() << 32) | ++serial;
+        id[0] = ((uint64_t)getpid() << 32) | ++serial;
     }
-    rc = m->comm->c_coll->coll_bcast(&id, 1, MPI_UINT64_T, 0, m->comm,
+    rc = m->comm->c_coll->coll_bcast(id, 1, MPI_UINT64_T, 0, m->comm,
                                      m->comm->c_coll->coll_bcast_module);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    snprintf(name, sizeof(name), "/weft-osc-%u-%u", (unsigned)(id >> 32), (unsigned)id);
+    snprintf(name, sizeof(name), "/weft-osc-%u-%u", (unsigned)(id[0] >> 32), (unsigned)id[0]);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof(path), "%s%s", NULL != tmp && '\0' != tmp[0] ? tmp : "/tmp", name);
     int fd = -1;
     if (0 == m->rank) {
-        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-        if (fd >= 0 && 0 != ftruncate(fd, (off_t)m->shared_len)) {
-            close(fd);
-            shm_unlink(name);
-            fd = -1;
+        for (id[1] = 2 == C->shared_posix ? 1 : 0; id[1] < 2 && fd < 0; ++id[1]) {
+            fd = 0 == id[1] ? shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600)
+                            : open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+            if (fd >= 0 && 0 != ftruncate(fd, (off_t)m->shared_len)) {
+                err = errno;
+                close(fd);
+                (void)(0 == id[1] ? shm_unlink(name) : unlink(path));
+                fd = -1;
+            } else if (fd < 0) {
+                err = errno;
+            }
         }
+        id[1] = fd >= 0 ? id[1] - 1 : 2;
     }
-    m->comm->c_coll->coll_barrier(m->comm, m->comm->c_coll->coll_barrier_module);
-    if (0 != m->rank) {
-        fd = shm_open(name, O_RDWR, 0600);
+    rc = m->comm->c_coll->coll_bcast(&id[1], 1, MPI_UINT64_T, 0, m->comm,
+                                     m->comm->c_coll->coll_bcast_module);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (0 != m->rank && id[1] < 2) {
+        fd = 0 == id[1] ? shm_open(name, O_RDWR, 0600) : open(path, O_RDWR);
+        err = fd < 0 ? errno : 0;
     }
     void *mem =
         fd >= 0 ? mmap(NULL, m->shared_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0 && MAP_FAILED == mem) {
+        err = errno;
+    }
     if (fd >= 0) {
         close(fd);
     }
@@ -2075,11 +2101,14 @@ static int osc_weft_shared_map(osc_weft_module_t *m)
     m->shared_base = ok ? mem : NULL;
     m->comm->c_coll->coll_allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, m->comm,
                                     m->comm->c_coll->coll_allreduce_module);
-    if (0 == m->rank) {
-        shm_unlink(name); /* every rank has it mapped, or gave up */
+    if (0 == m->rank && id[1] < 2) {
+        (void)(0 == id[1] ? shm_unlink(name) : unlink(path)); /* mapped everywhere, or given up */
     }
     if (!all) {
-        opal_output(0, "osc weft: POSIX shared memory %s for a shared window failed", name);
+        if (!ok) {
+            opal_output(0, "osc weft: shared memory for a shared window (%s, then %s) failed: %s",
+                        name, path, strerror(err));
+        }
         return OMPI_ERROR;
     }
     /* Each rank's part, registered alone; the keys exchanged again. */

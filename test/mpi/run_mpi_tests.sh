@@ -159,10 +159,12 @@ if [ -f "$build/.libs/mca_osc_weft.so" ]; then
     # both ways for every window (osc_weft_acc_intrinsic 1 and 0: the lock
     # over weft gets and puts on memory not mapped). Shared windows in POSIX
     # shared memory (the fallback where weft maps no memory between
-    # processes, e.g. over verbs).
+    # processes, e.g. over verbs), and in a file in /tmp (where /dev/shm is
+    # not mounted, as in the Soft-RoCE VM).
     run mpi_osc 2 --mca osc weft --mca osc_weft_acc_intrinsic 1
     run mpi_osc 2 --mca osc weft --mca osc_weft_acc_intrinsic 0
     run mpi_osc 3 --mca osc weft --mca osc_weft_shared_posix 1
+    run mpi_osc 2 --mca osc weft --mca osc_weft_shared_posix 2
 else
     echo "FAIL: $build/.libs/mca_osc_weft.so not built"
     failed=$((failed + 1))
