@@ -28,6 +28,7 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
+#include "ompi_weft_types.h"
 #include "weft/coll.h"
 #include "weft/weft.h"
 
@@ -482,83 +483,47 @@ static int coll_weft_go(coll_weft_module_t *m, const struct weft_coll_args *a,
 
 /* ------------------------------------------------------------------ types and ops */
 
-/* The weft type of an MPI basic C type, or -1. */
+/* The weft type of an MPI basic C type (ompi_weft_types.h) or pair type, or -1. */
 static int coll_weft_datatype(ompi_datatype_t *dt)
 {
+    const int basic = ompi_weft_datatype(dt);
+    if (basic >= 0) {
+        return basic; /* WEFT_COLL_INT8 .. are weft's own numbers */
+    }
     static const struct {
         MPI_Datatype mpi;
         int weft;
-    } map[] = {
-        {MPI_CHAR, WEFT_COLL_INT8},
-        {MPI_SIGNED_CHAR, WEFT_COLL_INT8},
-        {MPI_INT8_T, WEFT_COLL_INT8},
-        {MPI_UNSIGNED_CHAR, WEFT_COLL_UINT8},
-        {MPI_BYTE, WEFT_COLL_UINT8},
-        {MPI_UINT8_T, WEFT_COLL_UINT8},
-        {MPI_C_BOOL, WEFT_COLL_UINT8},
-        {MPI_SHORT, WEFT_COLL_INT16},
-        {MPI_INT16_T, WEFT_COLL_INT16},
-        {MPI_UNSIGNED_SHORT, WEFT_COLL_UINT16},
-        {MPI_UINT16_T, WEFT_COLL_UINT16},
-        {MPI_INT, WEFT_COLL_INT32},
-        {MPI_INT32_T, WEFT_COLL_INT32},
-        {MPI_UNSIGNED, WEFT_COLL_UINT32},
-        {MPI_UINT32_T, WEFT_COLL_UINT32},
-        {MPI_LONG, WEFT_COLL_INT64},
-        {MPI_LONG_LONG, WEFT_COLL_INT64},
-        {MPI_LONG_LONG_INT, WEFT_COLL_INT64},
-        {MPI_INT64_T, WEFT_COLL_INT64},
-        {MPI_AINT, WEFT_COLL_INT64},
-        {MPI_OFFSET, WEFT_COLL_INT64},
-        {MPI_COUNT, WEFT_COLL_INT64},
-        {MPI_UNSIGNED_LONG, WEFT_COLL_UINT64},
-        {MPI_UNSIGNED_LONG_LONG, WEFT_COLL_UINT64},
-        {MPI_UINT64_T, WEFT_COLL_UINT64},
-        {MPI_FLOAT, WEFT_COLL_FLOAT},
-        {MPI_DOUBLE, WEFT_COLL_DOUBLE},
-        {MPI_LONG_DOUBLE, WEFT_COLL_LONG_DOUBLE},
-        {MPI_C_FLOAT_COMPLEX, WEFT_COLL_FLOAT_COMPLEX},
-        {MPI_C_COMPLEX, WEFT_COLL_FLOAT_COMPLEX},
-        {MPI_C_DOUBLE_COMPLEX, WEFT_COLL_DOUBLE_COMPLEX},
-        {MPI_FLOAT_INT, WEFT_COLL_FLOAT_INT},
-        {MPI_DOUBLE_INT, WEFT_COLL_DOUBLE_INT},
-        {MPI_LONG_INT, WEFT_COLL_LONG_INT},
-        {MPI_2INT, WEFT_COLL_2INT},
-        {MPI_SHORT_INT, WEFT_COLL_SHORT_INT},
-        {MPI_LONG_DOUBLE_INT, WEFT_COLL_LONG_DOUBLE_INT},
+    } pairs[] = {
+        {MPI_FLOAT_INT, WEFT_COLL_FLOAT_INT}, {MPI_DOUBLE_INT, WEFT_COLL_DOUBLE_INT},
+        {MPI_LONG_INT, WEFT_COLL_LONG_INT},   {MPI_2INT, WEFT_COLL_2INT},
+        {MPI_SHORT_INT, WEFT_COLL_SHORT_INT}, {MPI_LONG_DOUBLE_INT, WEFT_COLL_LONG_DOUBLE_INT},
     };
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); ++i) {
-        if (dt == map[i].mpi) {
-            /* Elements as laid out in memory (the pair types' extents include
-             * their padding, as the library's structs do); sizes differ between
-             * ABIs: trust the table only where they agree. */
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); ++i) {
+        if (dt == pairs[i].mpi) {
+            /* The pair types' extents include their padding, as the library's
+             * structs do; sizes differ between ABIs: trust the table only
+             * where they agree. */
             ptrdiff_t lb = 0;
             ptrdiff_t extent = 0;
             ompi_datatype_get_extent(dt, &lb, &extent);
-            const size_t want = weft_coll_datatype_size((enum weft_coll_datatype)map[i].weft);
-            return lb == 0 && (size_t)extent == want ? map[i].weft : -1;
+            const size_t want = weft_coll_datatype_size((enum weft_coll_datatype)pairs[i].weft);
+            return lb == 0 && (size_t)extent == want ? pairs[i].weft : -1;
         }
     }
     return -1;
 }
 
+/* The weft op of an MPI reduction op (the accumulate-only MPI_REPLACE and
+ * MPI_NO_OP are not reductions), or -1. */
 static int coll_weft_op(struct ompi_op_t *op)
 {
-    static const struct {
-        MPI_Op mpi;
-        int weft;
-    } map[] = {
-        {MPI_SUM, WEFT_COLL_SUM},   {MPI_PROD, WEFT_COLL_PROD},     {MPI_MIN, WEFT_COLL_MIN},
-        {MPI_MAX, WEFT_COLL_MAX},   {MPI_BAND, WEFT_COLL_BAND},     {MPI_BOR, WEFT_COLL_BOR},
-        {MPI_BXOR, WEFT_COLL_BXOR}, {MPI_LAND, WEFT_COLL_LAND},     {MPI_LOR, WEFT_COLL_LOR},
-        {MPI_LXOR, WEFT_COLL_LXOR}, {MPI_MINLOC, WEFT_COLL_MINLOC}, {MPI_MAXLOC, WEFT_COLL_MAXLOC},
-    };
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); ++i) {
-        if (op == map[i].mpi) {
-            return map[i].weft;
-        }
+    if (MPI_MINLOC == op || MPI_MAXLOC == op) {
+        return MPI_MINLOC == op ? WEFT_COLL_MINLOC : WEFT_COLL_MAXLOC;
     }
-    return -1;
+    if (MPI_REPLACE == op || MPI_NO_OP == op) {
+        return -1;
+    }
+    return ompi_weft_atomic_op(op); /* WEFT_COLL_SUM .. are weft's own numbers */
 }
 
 /* A reduction's type and op, or nonzero when weft cannot take them. */
