@@ -1184,6 +1184,21 @@ static void *osc_weft_pack(const void *buf, int count, ompi_datatype_t *dt, size
     return p;
 }
 
+/* The target's accumulate lock: a word of its state region, 0 -> 1 with
+ * compare-and-swap (CPU atomics where mapped, weft atomics otherwise). */
+static void osc_weft_acc_lock(osc_weft_module_t *m, osc_weft_peer_t *p)
+{
+    while (0 !=
+           osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_CSWAP, 1, 0, 1)) {
+        opal_progress();
+    }
+}
+
+static void osc_weft_acc_unlock(osc_weft_module_t *m, osc_weft_peer_t *p)
+{
+    (void)osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_REPLACE, 0, 0, 1);
+}
+
 /* Unpack `count` elements of dt from packed bytes into buf. */
 static int osc_weft_unpack(const void *packed, size_t bytes, void *buf, size_t count,
                            ompi_datatype_t *dt)
@@ -1252,11 +1267,7 @@ static int osc_weft_acc_locked(osc_weft_module_t *m, int t, const void *operand,
     ompi_datatype_type_size(prim, &esize);
     ompi_datatype_get_extent(prim, &lb, &ext);
     const size_t bytes = n * esize;
-    /* Take the accumulate lock (0 -> 1). */
-    while (0 !=
-           osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_CSWAP, 1, 0, 1)) {
-        opal_progress();
-    }
+    osc_weft_acc_lock(m, p);
     int rc = MPI_SUCCESS;
     if (NULL != direct && 1 == tn && 0 == lb && (size_t)ext == esize) {
         /* Mapped and one natural run: combined in place. */
@@ -1311,7 +1322,7 @@ static int osc_weft_acc_locked(osc_weft_module_t *m, int t, const void *operand,
         }
         free(cur);
     }
-    (void)osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_REPLACE, 0, 0, 1);
+    osc_weft_acc_unlock(m, p);
     return rc;
 }
 
@@ -1572,10 +1583,7 @@ static int osc_weft_compare_and_swap(const void *origin, const void *compare, vo
     }
     /* Under the accumulate lock, as every accumulate of the window. */
     osc_weft_peer_t *p = &m->peers[t];
-    while (0 !=
-           osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_CSWAP, 1, 0, 1)) {
-        opal_progress();
-    }
+    osc_weft_acc_lock(m, p);
     if (NULL != direct) {
         memcpy(result, direct, esize);
         if (0 == memcmp(result, compare, esize)) {
@@ -1589,7 +1597,7 @@ static int osc_weft_compare_and_swap(const void *origin, const void *compare, vo
             osc_weft_wait_posted();
         }
     }
-    (void)osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_REPLACE, 0, 0, 1);
+    osc_weft_acc_unlock(m, p);
     return rc;
 }
 
