@@ -460,6 +460,24 @@ static osc_weft_request_t *osc_weft_request_new(void)
     return r;
 }
 
+/* Unpack `count` elements of dt from packed bytes into buf. */
+static int osc_weft_unpack(const void *packed, size_t bytes, void *buf, size_t count,
+                           ompi_datatype_t *dt)
+{
+    opal_convertor_t conv;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    struct iovec iov = {.iov_base = (void *)packed, .iov_len = bytes};
+    uint32_t n = 1;
+    int rc = MPI_SUCCESS;
+    if (OPAL_SUCCESS != opal_convertor_copy_and_prepare_for_recv(
+                            ompi_mpi_local_convertor, &dt->super, count, buf, 0, &conv) ||
+        opal_convertor_unpack(&conv, &iov, &n, &bytes) < 0) {
+        rc = MPI_ERR_TYPE;
+    }
+    OBJ_DESTRUCT(&conv);
+    return rc;
+}
+
 /* One piece of `r` ended (or the posting did: the extra count). */
 static void osc_weft_request_piece_done(osc_weft_request_t *r)
 {
@@ -467,19 +485,10 @@ static void osc_weft_request_piece_done(osc_weft_request_t *r)
         return;
     }
     if (NULL != r->unpack_to && MPI_SUCCESS == r->error) {
-        opal_convertor_t conv;
-        OBJ_CONSTRUCT(&conv, opal_convertor_t);
         size_t bytes = 0;
         ompi_datatype_type_size(r->unpack_dt, &bytes);
-        bytes *= (size_t)r->unpack_count;
-        struct iovec iov = {.iov_base = r->tmp, .iov_len = bytes};
-        uint32_t n = 1;
-        if (OPAL_SUCCESS == opal_convertor_copy_and_prepare_for_recv(
-                                ompi_mpi_local_convertor, &r->unpack_dt->super,
-                                (size_t)r->unpack_count, r->unpack_to, 0, &conv)) {
-            (void)opal_convertor_unpack(&conv, &iov, &n, &bytes);
-        }
-        OBJ_DESTRUCT(&conv);
+        r->error = osc_weft_unpack(r->tmp, bytes * (size_t)r->unpack_count, r->unpack_to,
+                                   (size_t)r->unpack_count, r->unpack_dt);
     }
     if (NULL != r->unpack_dt) {
         OMPI_DATATYPE_RELEASE(r->unpack_dt);
@@ -1199,24 +1208,6 @@ static void osc_weft_acc_unlock(osc_weft_module_t *m, osc_weft_peer_t *p)
     (void)osc_weft_state_atomic(m, p, offsetof(osc_weft_state_t, acc_lock), WEFT_REPLACE, 0, 0, 1);
 }
 
-/* Unpack `count` elements of dt from packed bytes into buf. */
-static int osc_weft_unpack(const void *packed, size_t bytes, void *buf, size_t count,
-                           ompi_datatype_t *dt)
-{
-    opal_convertor_t conv;
-    OBJ_CONSTRUCT(&conv, opal_convertor_t);
-    struct iovec iov = {.iov_base = (void *)packed, .iov_len = bytes};
-    uint32_t n = 1;
-    int rc = MPI_SUCCESS;
-    if (OPAL_SUCCESS != opal_convertor_copy_and_prepare_for_recv(
-                            ompi_mpi_local_convertor, &dt->super, count, buf, 0, &conv) ||
-        opal_convertor_unpack(&conv, &iov, &n, &bytes) < 0) {
-        rc = MPI_ERR_TYPE;
-    }
-    OBJ_DESTRUCT(&conv);
-    return rc;
-}
-
 /* cur = operand op cur, both `n` packed elements of prim. MPI_Reduce_local
  * wants them laid out as the type is (the pair types have padding): unpacked
  * around it when the packed and natural layouts differ. */
@@ -1435,29 +1426,16 @@ static int osc_weft_acc(const void *origin, int ocount, ompi_datatype_t *odt, vo
         r = own;
     }
     if (!native) {
+        /* Synchronous: a request `r` has nothing in flight afterwards. */
         rc = osc_weft_acc_locked(m, t, operand, res, n, prim, op, tv, tn, rkey, direct, lo);
-        if (unpack && MPI_SUCCESS == rc) {
-            osc_weft_request_t *u = osc_weft_request_new();
-            if (NULL == u) {
-                rc = MPI_ERR_NO_MEM;
-                free(res);
-            } else {
-                u->tmp = res;
-                u->unpack_to = result;
-                u->unpack_count = rcount;
-                u->unpack_dt = rdt;
-                OMPI_DATATYPE_RETAIN(rdt);
-                osc_weft_request_piece_done(u); /* unpacks now */
-                ompi_request_free((ompi_request_t **)&u);
+        if (unpack) {
+            if (MPI_SUCCESS == rc) {
+                rc = osc_weft_unpack(res, bytes, result, (size_t)rcount, rdt);
             }
-        } else if (unpack) {
             free(res);
         }
         free(packed_in);
         osc_weft_pieces_free(tv, &t1);
-        if (NULL != r) {
-            /* done already: nothing in flight */
-        }
         return rc;
     }
     const size_t max = weft_atomic_max_count((enum weft_datatype)type);
