@@ -101,7 +101,7 @@ awk -F, '
         k = $3 SUBSEP $4
         if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
         g = k SUBSEP $1
-        lat = ($3 == "lat")
+        lat = ($3 == "lat" || $3 ~ /_lat$/ || $3 == "put_pp")  # times: lower is better
         # compare.sh: latency min = the best rep; bandwidth/rate min = the worst
         # rep, so the best rep of those is not in the CSV: use the median there.
         if (!(g in best) || (lat && $5 < best[g]) || (!lat && $6 > best[g])) best[g] = lat ? $5 : $6
@@ -138,7 +138,7 @@ awk -F, -v runs="$runs" '
     NR == 1 { next }
     $1 != cur {
         cur = $1
-        unit = cur == "lat" ? "us, lower is better" : (cur == "rate" ? "messages/s, higher is better" : "MB/s, higher is better")
+        unit = (cur == "lat" || cur ~ /_lat$/ || cur == "put_pp") ? "us, lower is better" : (cur ~ /rate$/ ? "messages/s, higher is better" : "MB/s, higher is better")
         printf "\n# %s (%s); %d runs of each build, alternating; ratio = after / before\n", cur, unit, runs
         printf "%10s %14s %14s %14s %14s %11s %12s %12s\n", "size", "before.best", "before.median", "after.best", "after.median", "ratio.best", "ratio.median", "ratio.paired"
     }
