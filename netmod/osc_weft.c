@@ -2232,6 +2232,12 @@ static int osc_weft_query(struct ompi_win_t *win, void **base, size_t size, int 
     if (MPI_WIN_FLAVOR_SHARED == flavor && ompi_group_have_remote_peers(comm->c_local_group)) {
         return -1; /* shared windows need every rank on this node */
     }
+    if (priority != C->priority) {
+        /* The low priority: chosen only when named (--mca osc weft), so weft
+         * is not opened (an endpoint polled by every opal_progress) for a
+         * window another component takes; select opens it. */
+        return priority;
+    }
     return 0 == osc_weft_open() ? priority : -1;
 }
 
