@@ -2002,10 +2002,15 @@ static int osc_weft_shared_map(osc_weft_module_t *m)
     if (NULL == m->shared_off) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    /* Each part's offset from the sizes every rank sent (the parts lie back to
+     * back), not from a peer's word: every pointer below stays in the mapping. */
     uint64_t total = 0;
     for (int r = 0; r < m->size; ++r) {
-        m->shared_off[r] = m->blobs[r].base;
-        m->peers[r].base = m->blobs[0].region_base + m->blobs[r].base;
+        if (m->blobs[r].size > UINT64_MAX / 2 - total) {
+            return OMPI_ERR_BAD_PARAM; /* sizes that cannot be one mapping */
+        }
+        m->shared_off[r] = total;
+        m->peers[r].base = m->blobs[0].region_base + total;
         total += m->blobs[r].size;
     }
     m->shared_len = total ? total : 1;
