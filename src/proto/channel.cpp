@@ -187,6 +187,13 @@ peer_state *channel::connect_peer(std::uint64_t dest, int &rc)
         rc = -WEFT_EINVAL;
         return nullptr;
     }
+    if (peer_state *p = adopt_reply(addr, static_cast<std::uint32_t>(dest)); p != nullptr) {
+        if (!attach_credits(p)) {
+            rc = -WEFT_EAGAIN;
+            return nullptr;
+        }
+        return p;
+    }
     // The transport whose cost model gives the shortest time for a mid-size
     // message, among those that reach the peer.
     int best = -1;
@@ -226,6 +233,41 @@ peer_state *channel::connect_peer(std::uint64_t dest, int &rc)
         return nullptr;
     }
     return ps;
+}
+
+peer_state *channel::adopt_reply(const transport::address &addr, std::uint32_t dest)
+{
+    // The peer wrote to us before we had its address: its messages' credits
+    // live in the reply-only peer made then, and it keeps one flow-control
+    // state for us, so that record becomes the peer (two records would each
+    // assume the initial grant, and the credits it returns would reach only
+    // the one its messages resolve to: a starved sender, or an overrun).
+    for (unsigned tl = 0; tl < ntls_; ++tl) {
+        auto &v = sources_[tl];
+        for (std::size_t src = 0; src < v.size(); ++src) {
+            if (v[src].reply == nullptr || v[src].reply->failed) {
+                continue;
+            }
+            transport::address theirs;
+            const auto id = static_cast<transport::src_id>(src);
+            if (tls_[tl]->remote_address(id, theirs) != status::ok || !(theirs.id() == addr.id())) {
+                continue;
+            }
+            if (dest >= peers_.size()) {
+                peers_.resize(dest + 1);
+            }
+            rx_source &s = sources_[tl][src];
+            peer_state *p = s.reply.get();
+            p->index = dest;
+            peers_[dest] = std::move(s.reply);
+            s.av = dest;
+            s.resolved = true;
+            WEFT_LOG(proto, debug, "address %u: the reply-only peer of sender %zu of transport %s "
+                     "becomes its peer", dest, src, components_[tl]->name);
+            return p;
+        }
+    }
+    return nullptr;
 }
 
 peer_state *channel::reply_peer(unsigned tl, transport::src_id src)

@@ -452,6 +452,9 @@ class channel {
     };
 
     [[gnu::cold]] peer_state *connect_peer(std::uint64_t dest, int &rc);
+    /// The reply-only peer of a sender whose address is `addr`, made the peer
+    /// at `dest` (nullptr: no such sender).
+    [[gnu::cold]] peer_state *adopt_reply(const transport::address &addr, std::uint32_t dest);
     [[nodiscard]] std::unique_ptr<peer_state> make_peer(unsigned tl, transport::conn_id conn,
                                                         std::uint32_t index);
     /// Whether a peer's address carries parameters we can talk with (logs why not).

@@ -42,7 +42,10 @@ constexpr std::uint64_t count_tag = 0xC0C0000;
 /// "self" the only entry is the endpoint itself).
 class credit_ep {
   public:
-    credit_ep(rank_ctx &c, weft_credit_mode mode) : c_(c)
+    /// `insert_late`: this rank exchanges addresses but fills its AV only when
+    /// insert_addresses() is called (its peers' first messages come from
+    /// senders it does not know yet).
+    credit_ep(rank_ctx &c, weft_credit_mode mode, bool insert_late = false) : c_(c)
     {
         info_ = weft_info_dup(c.info);
         WEFT_TCHECK(info_ != nullptr);
@@ -58,6 +61,10 @@ class credit_ep {
         WEFT_TCHECK_OK(weft_ep_bind_av(ep, av_));
         WEFT_TCHECK_OK(weft_ep_enable(ep));
         exchange_addresses();
+        if (!insert_late) {
+            insert_addresses();
+        }
+        c.barrier();  // the AVs of every rank that fills them now are filled
         c.also_progress = [this] { poll(); };  // barriers keep this endpoint going
     }
     ~credit_ep() { c_.also_progress = nullptr; }
@@ -78,6 +85,17 @@ class credit_ep {
         WEFT_TCHECK_OK(weft_cq_close(cq_));
         weft_info_free(info_);
         ep = nullptr;
+    }
+
+    /// Fill the AV with every rank's address (index == rank).
+    void insert_addresses()
+    {
+        const auto n = static_cast<std::size_t>(c_.nranks);
+        addrs_.assign(n, WEFT_ADDR_NOTAVAIL);
+        WEFT_TCHECK_EQ(weft_av_insert(av_, names_.data(), n, addrs_.data(), 0), c_.nranks);
+        for (std::size_t r = 0; r < n; ++r) {
+            WEFT_TCHECK_EQ(addrs_[r], static_cast<weft_addr_t>(r));
+        }
     }
 
     [[nodiscard]] weft_addr_t peer(int r) const
@@ -222,18 +240,14 @@ class credit_ep {
                 (void)c_.wait_ok(op_ctx(910000 + r));
             }
         }
-        addrs_.assign(n, WEFT_ADDR_NOTAVAIL);
-        WEFT_TCHECK_EQ(weft_av_insert(av_, all.data(), n, addrs_.data(), 0), c_.nranks);
-        for (std::size_t r = 0; r < n; ++r) {
-            WEFT_TCHECK_EQ(addrs_[r], static_cast<weft_addr_t>(r));
-        }
-        c_.barrier();  // every AV is filled
+        names_ = std::move(all);
     }
 
     rank_ctx &c_;
     weft_info *info_ = nullptr;
     weft_cq_t *cq_ = nullptr;
     weft_av_t *av_ = nullptr;
+    std::vector<unsigned char> names_;  ///< every rank's address, back to back
     std::vector<weft_addr_t> addrs_;
     std::vector<completion> pending_;
 };
@@ -889,6 +903,83 @@ TEST_P(transport_credits, cost_holds_for_every_peer)
         c.barrier();
         e.close();
     });
+    ASSERT_TRUE(result);
+}
+
+// A sender this endpoint does not know yet: rank 1's first messages reach rank
+// 0 before rank 0 has rank 1 in its AV (rank 0 answers such a sender on a
+// reply-only peer, with its own credits); then rank 0 fills its AV and both
+// stream four windows of messages at each other. Every credit rank 1 returns
+// must reach the state rank 0 sends with: one flow-control state per peer
+// pair, whichever came first (osc weft hung when a peer's first atomics
+// arrived before the AV insert: rank 0's sends starved on credits rank 1 had
+// returned to the reply-only peer).
+TEST_P(transport_credits, sender_known_late_shares_one_credit_state)
+{
+    if (GetParam() == "self") {
+        GTEST_SKIP() << "self: one endpoint plays both ranks, so no sender is ever unknown to it";
+    }
+    weft::test::run_options opt;
+    opt.timeout_s = 120;
+    const ::testing::AssertionResult result = run(
+        2,
+        [](rank_ctx &c) {
+            credit_ep e(c, WEFT_CREDITS_QUEUE, /*insert_late=*/c.rank == 0);
+            constexpr std::size_t first = 4;
+            std::uint64_t v = 0;
+            if (c.rank == 1) {
+                for (std::size_t i = 0; i < first; ++i) {
+                    e.post("tsend", [&] {
+                        return weft_tsend(e.ep, &v, sizeof(v), nullptr, e.peer(0), 0xD1,
+                                          op_ctx(300000 + i));
+                    });
+                }
+                for (std::size_t i = 0; i < first; ++i) {
+                    (void)e.wait_ok(op_ctx(300000 + i));
+                }
+            } else {
+                for (std::size_t i = 0; i < first; ++i) {
+                    std::uint64_t in = 1;
+                    e.post("trecv", [&] {
+                        return weft_trecv(e.ep, &in, sizeof(in), nullptr, WEFT_ADDR_UNSPEC, 0xD1, 0,
+                                          op_ctx(310000 + i));
+                    });
+                    weft_addr_t src = 0;
+                    (void)e.wait_ok(op_ctx(310000 + i), &src);
+                    WEFT_TCHECK_MSG(src == WEFT_ADDR_NOTAVAIL,
+                                    "a message from a sender not in the AV came from address " +
+                                        std::to_string(src));
+                    WEFT_TCHECK_EQ(in, std::uint64_t{0});
+                }
+                e.insert_addresses();
+            }
+            c.barrier();
+            const int other = 1 - c.rank;
+            const std::size_t n = 4 * static_cast<std::size_t>(e.credits(e.peer(other)).recv_window);
+            std::vector<std::uint64_t> out(n);
+            for (std::size_t i = 0; i < n; ++i) {
+                out[i] = (std::uint64_t(c.rank) << 32) + i;
+                WEFT_TCHECK_OK(weft_tsend(e.ep, &out[i], sizeof(out[i]), nullptr, e.peer(other),
+                                          0xD2, op_ctx(i)));
+            }
+            for (std::size_t i = 0; i < n; ++i) {
+                std::uint64_t in = 0;
+                e.post("trecv", [&] {
+                    return weft_trecv(e.ep, &in, sizeof(in), nullptr, e.peer(other), 0xD2, 0,
+                                      op_ctx(400000 + i));
+                });
+                (void)e.wait_ok(op_ctx(400000 + i));
+                WEFT_TCHECK_MSG(in == (std::uint64_t(other) << 32) + i,
+                                "message " + std::to_string(i) + " from rank " +
+                                    std::to_string(other) + " out of order or corrupted");
+            }
+            for (std::size_t i = 0; i < n; ++i) {
+                (void)e.wait_ok(op_ctx(i));
+            }
+            c.barrier();
+            e.close();
+        },
+        opt);
     ASSERT_TRUE(result);
 }
 
