@@ -262,8 +262,10 @@ peer_state *channel::adopt_reply(const transport::address &addr, std::uint32_t d
             peers_[dest] = std::move(s.reply);
             s.av = dest;
             s.resolved = true;
-            WEFT_LOG(proto, debug, "address %u: the reply-only peer of sender %zu of transport %s "
-                     "becomes its peer", dest, src, components_[tl]->name);
+            WEFT_LOG(proto, debug,
+                     "address %u: the reply-only peer of sender %zu of transport %s "
+                     "becomes its peer",
+                     dest, src, components_[tl]->name);
             return p;
         }
     }

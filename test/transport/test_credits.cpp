@@ -955,7 +955,8 @@ TEST_P(transport_credits, sender_known_late_shares_one_credit_state)
             }
             c.barrier();
             const int other = 1 - c.rank;
-            const std::size_t n = 4 * static_cast<std::size_t>(e.credits(e.peer(other)).recv_window);
+            const std::size_t n =
+                4 * static_cast<std::size_t>(e.credits(e.peer(other)).recv_window);
             std::vector<std::uint64_t> out(n);
             for (std::size_t i = 0; i < n; ++i) {
                 out[i] = (std::uint64_t(c.rank) << 32) + i;
