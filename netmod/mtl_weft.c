@@ -31,34 +31,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-/** OMPI error for a negative weft code (other than -WEFT_EAGAIN). */
-static int mtl_weft_ompi_error(ssize_t rc)
-{
-    switch (-rc) {
-        case WEFT_ENOMEM:
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        case WEFT_EHOSTUNREACH:
-            return OMPI_ERR_UNREACH;
-        case WEFT_EINVAL:
-            return OMPI_ERR_BAD_PARAM;
-        default:
-            return OMPI_ERROR;
-    }
-}
-
-/** MPI error class of a failed completion. */
-static int mtl_weft_mpi_error(int weft_err)
-{
-    switch (weft_err) {
-        case WEFT_ETRUNC:
-            return MPI_ERR_TRUNCATE;
-        case WEFT_EHOSTUNREACH:
-            return MPI_ERR_OTHER;
-        default:
-            return MPI_ERR_INTERN;
-    }
-}
-
 static void mtl_weft_log_call(const char *call, ssize_t rc)
 {
     opal_output(0, "mtl weft: %s failed: %s (%zd)", call, weft_strerror((int)-rc), rc);
@@ -245,7 +217,7 @@ static void mtl_weft_send_fail(struct mtl_weft_op *op, const struct weft_cq_err_
 {
     mtl_weft_request_t *req = MTL_WEFT_CONTAINER(op, mtl_weft_request_t, op);
     mtl_weft_log_completion("send", e);
-    req->error = mtl_weft_mpi_error(e->err);
+    req->error = ompi_weft_mpi_error(e->err);
     mtl_weft_send_event(req);
 }
 
@@ -260,7 +232,7 @@ static void mtl_weft_ack_fail(struct mtl_weft_op *op, const struct weft_cq_err_e
     mtl_weft_request_t *req = MTL_WEFT_CONTAINER(op, mtl_weft_request_t, ack);
     if (WEFT_ECANCELED != e->err) { /* canceled: we withdrew it after a failed send */
         mtl_weft_log_completion("synchronous send acknowledgement", e);
-        req->error = mtl_weft_mpi_error(e->err);
+        req->error = ompi_weft_mpi_error(e->err);
     }
     mtl_weft_send_event(req);
 }
@@ -364,7 +336,7 @@ static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator
         }
         return OMPI_ERR_NOT_SUPPORTED;
     }
-    const uint64_t wtag = mtl_weft_tag(comm->c_contextid, comm->c_my_rank, tag);
+    const uint64_t wtag = ompi_weft_tag(comm->c_contextid, comm->c_my_rank, tag);
     if (OPAL_LIKELY(MCA_PML_BASE_SEND_SYNCHRONOUS != mode && length <= mtl_weft.inject_size &&
                     !mtl_weft_have_deferred())) {
         ssize_t wrc = weft_tinject(mtl_weft.ep, start, length, peer, wtag);
@@ -379,7 +351,7 @@ static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator
             if (free_after) {
                 free(start);
             }
-            return mtl_weft_ompi_error(wrc);
+            return ompi_weft_ompi_error(wrc);
         }
         /* -WEFT_EAGAIN: the request carries it through the deferred queue. */
     }
@@ -397,9 +369,9 @@ static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator
     req->wtag = wtag;
     req->post = mtl_weft_post_send;
     if (OPAL_UNLIKELY(MCA_PML_BASE_SEND_SYNCHRONOUS == mode)) {
-        req->wtag |= MTL_WEFT_SYNC_BIT;
+        req->wtag |= OMPI_WEFT_SYNC_BIT;
         /* The receiver answers with its own rank in the source field. */
-        req->ack_tag = MTL_WEFT_ACK_BIT | mtl_weft_tag(comm->c_contextid, dest, tag);
+        req->ack_tag = OMPI_WEFT_ACK_BIT | ompi_weft_tag(comm->c_contextid, dest, tag);
         req->ack.done = mtl_weft_ack_done;
         req->ack.fail = mtl_weft_ack_fail;
         req->pending = 2;
@@ -418,7 +390,7 @@ static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator
             free(req->bounce);
             req->bounce = NULL;
         }
-        return mtl_weft_ompi_error(rc);
+        return ompi_weft_ompi_error(rc);
     }
     return OMPI_SUCCESS;
 }
@@ -486,9 +458,9 @@ static int mtl_weft_post_ack(mtl_weft_request_t *req)
 static void mtl_weft_recv_complete(mtl_weft_request_t *req, uint64_t wtag, size_t len, int error)
 {
     ompi_status_public_t *st = &req->super.ompi_req->req_status;
-    const int src = mtl_weft_tag_source(wtag);
+    const int src = ompi_weft_tag_source(wtag);
     st->MPI_SOURCE = src;
-    st->MPI_TAG = mtl_weft_tag_mpi_tag(wtag);
+    st->MPI_TAG = ompi_weft_tag_mpi_tag(wtag);
     st->MPI_ERROR = error;
     st->_ucount = len;
 
@@ -505,7 +477,7 @@ static void mtl_weft_recv_complete(mtl_weft_request_t *req, uint64_t wtag, size_
         req->bounce = NULL;
     }
 
-    if (OPAL_UNLIKELY(0 != (wtag & MTL_WEFT_SYNC_BIT))) {
+    if (OPAL_UNLIKELY(0 != (wtag & OMPI_WEFT_SYNC_BIT))) {
         /* MPI_Ssend: the sender waits until we have matched it. */
         int rc = mtl_weft_peer_addr(req->comm, src, &req->peer);
         if (OMPI_SUCCESS != rc) {
@@ -515,8 +487,8 @@ static void mtl_weft_recv_complete(mtl_weft_request_t *req, uint64_t wtag, size_
             mtl_weft_recv_finish(req);
             return;
         }
-        req->ack_tag = MTL_WEFT_ACK_BIT | mtl_weft_tag(req->comm->c_contextid, req->comm->c_my_rank,
-                                                       mtl_weft_tag_mpi_tag(wtag));
+        req->ack_tag = OMPI_WEFT_ACK_BIT | ompi_weft_tag(req->comm->c_contextid, req->comm->c_my_rank,
+                                                       ompi_weft_tag_mpi_tag(wtag));
         req->post = mtl_weft_post_ack;
         rc = mtl_weft_start(req);
         if (0 != rc) {
@@ -552,7 +524,7 @@ static void mtl_weft_recv_fail(struct mtl_weft_op *op, const struct weft_cq_err_
     }
     /* Truncated: len is what was delivered; the message was matched, so a
      * synchronous sender is still acknowledged. */
-    mtl_weft_recv_complete(req, e->tag, e->len, mtl_weft_mpi_error(e->err));
+    mtl_weft_recv_complete(req, e->tag, e->len, ompi_weft_mpi_error(e->err));
 }
 
 static int mtl_weft_post_recv(mtl_weft_request_t *req)
@@ -603,7 +575,7 @@ int mtl_weft_irecv(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t
     }
     req->kind = MTL_WEFT_REQ_RECV;
     req->comm = comm;
-    mtl_weft_recv_bits(comm->c_contextid, src, tag, &req->wtag, &req->ignore);
+    ompi_weft_recv_bits(comm->c_contextid, src, tag, &req->wtag, &req->ignore);
     req->post = mtl_weft_post_recv;
     rc = -WEFT_EAGAIN;
     if (OPAL_LIKELY(!mtl_weft_have_deferred())) {
@@ -621,7 +593,7 @@ int mtl_weft_irecv(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t
             free(req->bounce);
             req->bounce = NULL;
         }
-        return mtl_weft_ompi_error(rc);
+        return ompi_weft_ompi_error(rc);
     }
     return OMPI_SUCCESS;
 }
@@ -642,7 +614,7 @@ static void mtl_weft_probe_fail(struct mtl_weft_op *op, const struct weft_cq_err
     struct mtl_weft_probe *p = (struct mtl_weft_probe *)op;
     if (WEFT_ENOMSG != e->err) {
         mtl_weft_log_completion("probe", e);
-        p->error = mtl_weft_mpi_error(e->err);
+        p->error = ompi_weft_mpi_error(e->err);
     } else {
         p->error = MPI_SUCCESS;
     }
@@ -657,7 +629,7 @@ static int mtl_weft_peek(struct ompi_communicator_t *comm, int src, int tag, uin
                          struct mtl_weft_probe *p)
 {
     uint64_t wtag, ignore;
-    mtl_weft_recv_bits(comm->c_contextid, src, tag, &wtag, &ignore);
+    ompi_weft_recv_bits(comm->c_contextid, src, tag, &wtag, &ignore);
     p->op.done = mtl_weft_probe_done;
     p->op.fail = mtl_weft_probe_fail;
     p->state = 0;
@@ -689,7 +661,7 @@ static int mtl_weft_peek(struct ompi_communicator_t *comm, int src, int tag, uin
     }
     if (OPAL_UNLIKELY(0 != rc)) {
         mtl_weft_log_call("weft_trecvmsg (WEFT_PEEK)", rc);
-        return mtl_weft_ompi_error(rc);
+        return ompi_weft_ompi_error(rc);
     }
     while (0 == __atomic_load_n(&p->state, __ATOMIC_ACQUIRE)) {
         mtl_weft_progress();
@@ -701,8 +673,8 @@ static void mtl_weft_probe_status(const struct mtl_weft_probe *p,
                                   struct ompi_status_public_t *status)
 {
     if (MPI_STATUS_IGNORE != status) {
-        status->MPI_SOURCE = mtl_weft_tag_source(p->tag);
-        status->MPI_TAG = mtl_weft_tag_mpi_tag(p->tag);
+        status->MPI_SOURCE = ompi_weft_tag_source(p->tag);
+        status->MPI_TAG = ompi_weft_tag_mpi_tag(p->tag);
         status->MPI_ERROR = MPI_SUCCESS;
         status->_ucount = p->len;
         status->_cancelled = 0;
@@ -752,7 +724,7 @@ int mtl_weft_improbe(struct mca_mtl_base_module_t *mtl, struct ompi_communicator
     mtl_weft_probe_status(p, status);
     (*message)->comm = comm;
     (*message)->req_ptr = p;
-    (*message)->peer = mtl_weft_tag_source(p->tag);
+    (*message)->peer = ompi_weft_tag_source(p->tag);
     (*message)->count = p->len;
     return OMPI_SUCCESS;
 }
@@ -773,7 +745,7 @@ static void mtl_weft_claim_fail(struct mtl_weft_op *op, const struct weft_cq_err
     if (WEFT_ETRUNC != e->err) {
         mtl_weft_log_completion("matched receive", e);
     }
-    mtl_weft_recv_complete(req, e->tag, e->len, mtl_weft_mpi_error(e->err));
+    mtl_weft_recv_complete(req, e->tag, e->len, ompi_weft_mpi_error(e->err));
 }
 
 int mtl_weft_imrecv(struct mca_mtl_base_module_t *mtl, struct opal_convertor_t *convertor,
@@ -814,7 +786,7 @@ int mtl_weft_imrecv(struct mca_mtl_base_module_t *mtl, struct opal_convertor_t *
             free(req->bounce);
             req->bounce = NULL;
         }
-        return mtl_weft_ompi_error(wrc);
+        return ompi_weft_ompi_error(wrc);
     }
     ompi_message_return(*message);
     *message = MPI_MESSAGE_NULL;

@@ -22,84 +22,9 @@
 
 #include <weft/weft.h>
 
+#include "ompi_weft_p2p.h" /* the tag layout (shared with pml weft) */
+
 BEGIN_C_DECLS
-
-/* ------------------------------------------------------------------ tag layout
- *
- * One MPI message is one weft tagged message. Its 64-bit weft tag:
- *
- *   63    62     61 ....... 50   49 ........ 32   31 ............ 0
- *  [ACK][SYNC][ context id 12 ][ source rank 18 ][ MPI tag (32-bit int) ]
- *
- * - context id: the communicator's c_contextid (Open MPI keeps it below
- *   mtl_max_contextid = 4095).
- * - source rank: the sender's rank in the communicator (c_my_rank); for an
- *   acknowledgement, the rank of the receiver that sends it.
- * - MPI tag: all 32 bits of the int, so Open MPI's negative internal tags (down to
- *   -INT_MAX for collectives) keep their identity; MPI_ANY_TAG ignores bits 0..30
- *   and requires bit 31 == 0, so it never matches a negative tag.
- * - SYNC: the sender (MPI_Ssend) waits for an acknowledgement; receives ignore it.
- * - ACK: a zero-byte acknowledgement of a SYNC message; receives require it to be 0,
- *   so only the sender's own acknowledgement receive matches it.
- *
- * Receives never name a weft source address: the source is selected by the tag
- * bits. A message that arrives before its sender is in our address vector (procs
- * are added lazily) is reported by weft with an unknown source and would never
- * match a directed receive posted after the insertion; the tag does not have
- * that problem.
- */
-#define MTL_WEFT_ACK_BIT (1ULL << 63)
-#define MTL_WEFT_SYNC_BIT (1ULL << 62)
-#define MTL_WEFT_CID_BITS 12
-#define MTL_WEFT_CID_SHIFT 50
-#define MTL_WEFT_SOURCE_BITS 18
-#define MTL_WEFT_SOURCE_SHIFT 32
-#define MTL_WEFT_CID_MASK (((1ULL << MTL_WEFT_CID_BITS) - 1) << MTL_WEFT_CID_SHIFT)
-#define MTL_WEFT_SOURCE_MASK (((1ULL << MTL_WEFT_SOURCE_BITS) - 1) << MTL_WEFT_SOURCE_SHIFT)
-#define MTL_WEFT_TAG_MASK 0xffffffffULL
-/** MPI_ANY_TAG: the non-negative tags (bit 31 must be 0). */
-#define MTL_WEFT_ANY_TAG_IGNORE 0x7fffffffULL
-#define MTL_WEFT_MAX_CONTEXTID ((int)((1U << MTL_WEFT_CID_BITS) - 1))
-#define MTL_WEFT_MAX_RANKS (1 << MTL_WEFT_SOURCE_BITS)
-
-/** The weft tag of a message from @p src_rank on context @p cid with MPI tag @p tag. */
-static inline uint64_t mtl_weft_tag(uint32_t cid, int src_rank, int tag)
-{
-    return ((uint64_t)cid << MTL_WEFT_CID_SHIFT) |
-           ((uint64_t)(uint32_t)src_rank << MTL_WEFT_SOURCE_SHIFT) | (uint64_t)(uint32_t)tag;
-}
-
-/** The MPI source rank carried by a weft tag. */
-static inline int mtl_weft_tag_source(uint64_t wtag)
-{
-    return (int)((wtag & MTL_WEFT_SOURCE_MASK) >> MTL_WEFT_SOURCE_SHIFT);
-}
-
-/** The MPI tag carried by a weft tag. */
-static inline int mtl_weft_tag_mpi_tag(uint64_t wtag)
-{
-    return (int)(uint32_t)(wtag & MTL_WEFT_TAG_MASK);
-}
-
-/** Tag and ignore mask of a receive (or probe) for (@p src, @p tag) on @p cid. */
-static inline void mtl_weft_recv_bits(uint32_t cid, int src, int tag, uint64_t *wtag,
-                                      uint64_t *ignore)
-{
-    uint64_t t = (uint64_t)cid << MTL_WEFT_CID_SHIFT;
-    uint64_t ign = MTL_WEFT_SYNC_BIT;
-    if (MPI_ANY_SOURCE == src) {
-        ign |= MTL_WEFT_SOURCE_MASK;
-    } else {
-        t |= (uint64_t)(uint32_t)src << MTL_WEFT_SOURCE_SHIFT;
-    }
-    if (MPI_ANY_TAG == tag) {
-        ign |= MTL_WEFT_ANY_TAG_IGNORE;
-    } else {
-        t |= (uint64_t)(uint32_t)tag;
-    }
-    *wtag = t;
-    *ignore = ign;
-}
 
 /* ------------------------------------------------------------------ operations and requests */
 

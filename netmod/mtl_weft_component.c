@@ -53,7 +53,7 @@ OMPI_MODULE_DECLSPEC mtl_weft_component_t mca_mtl_weft_component = {
 mtl_weft_module_t mtl_weft = {
     .base =
         {
-            .mtl_max_contextid = MTL_WEFT_MAX_CONTEXTID,
+            .mtl_max_contextid = OMPI_WEFT_MAX_CONTEXTID,
             .mtl_max_tag = INT_MAX, /* the tag field holds any int */
             .mtl_request_size = sizeof(mtl_weft_request_t) - sizeof(mca_mtl_request_t),
             .mtl_flags = 0,
@@ -144,55 +144,6 @@ static int mtl_weft_close_objects(void)
     return rc;
 }
 
-/** Is the text from @p s up to the next ',' or ';' (or the end) NAME=value? */
-static bool mtl_weft_starts_pair(const char *s)
-{
-    size_t n = strcspn(s, ",;");
-    const char *eq = memchr(s, '=', n);
-    return NULL != eq && eq != s;
-}
-
-/**
- * Apply "NAME=value;NAME=value" (or commas) to @p config. A comma starts a new
- * pair only when NAME= follows it, so list values keep theirs:
- * "TRANSPORTS=self,shm,RNDV_THRESH=32k" sets TRANSPORTS to "self,shm".
- * 0 or the first error (logged by weft).
- */
-static int mtl_weft_apply_config(weft_config_t *config, const char *pairs)
-{
-    if (NULL == pairs || '\0' == pairs[0]) {
-        return 0;
-    }
-    char *copy = strdup(pairs);
-    if (NULL == copy) {
-        return -WEFT_ENOMEM;
-    }
-    int rc = 0;
-    char *item = copy;
-    while (NULL != item && 0 == rc) {
-        /* The end of this pair: the next ';', or the next ',' that starts one. */
-        char *end = item + strcspn(item, ",;");
-        while (',' == *end && !mtl_weft_starts_pair(end + 1)) {
-            end += 1 + strcspn(end + 1, ",;");
-        }
-        char *next = '\0' == *end ? NULL : end + 1;
-        *end = '\0';
-        if ('\0' != item[0]) {
-            char *eq = strchr(item, '=');
-            if (NULL == eq || eq == item) {
-                opal_output(0, "mtl weft: mtl_weft_config item \"%s\" is not NAME=value", item);
-                rc = -WEFT_EINVAL;
-                break;
-            }
-            *eq = '\0';
-            rc = weft_config_modify(config, item, eq + 1);
-        }
-        item = next;
-    }
-    free(copy);
-    return rc;
-}
-
 static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threads,
                                                       bool enable_mpi_threads)
 {
@@ -207,7 +158,8 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
         goto fail;
     }
     step = "mtl_weft_config";
-    if (0 != (rc = mtl_weft_apply_config(config, mca_mtl_weft_component.config))) {
+    if (0 != (rc = ompi_weft_apply_config(config, mca_mtl_weft_component.config,
+                                          "mtl weft: mtl_weft_config"))) {
         goto fail;
     }
     hints = weft_info_alloc();
@@ -431,15 +383,15 @@ int mtl_weft_del_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct 
 int mtl_weft_add_comm(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t *comm)
 {
     (void)mtl;
-    if (comm->c_contextid > (uint32_t)MTL_WEFT_MAX_CONTEXTID) {
+    if (comm->c_contextid > (uint32_t)OMPI_WEFT_MAX_CONTEXTID) {
         opal_output(0, "mtl weft: communicator context id %u does not fit the %d-bit tag field",
-                    comm->c_contextid, MTL_WEFT_CID_BITS);
+                    comm->c_contextid, OMPI_WEFT_CID_BITS);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    if (ompi_comm_size(comm) > MTL_WEFT_MAX_RANKS ||
-        ompi_comm_remote_size(comm) > MTL_WEFT_MAX_RANKS) {
+    if (ompi_comm_size(comm) > OMPI_WEFT_MAX_RANKS ||
+        ompi_comm_remote_size(comm) > OMPI_WEFT_MAX_RANKS) {
         opal_output(0, "mtl weft: communicators of more than %d ranks are not supported",
-                    MTL_WEFT_MAX_RANKS);
+                    OMPI_WEFT_MAX_RANKS);
         return OMPI_ERR_NOT_SUPPORTED;
     }
     return OMPI_SUCCESS;

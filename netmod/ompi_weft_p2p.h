@@ -1,0 +1,185 @@
+/*
+ * ompi_weft_p2p.h: what Open MPI's two point-to-point components over weft
+ * share (docs/mpi.md): mtl weft (under pml cm) and pml weft. The 64-bit weft
+ * tag that carries an MPI message's communicator, source rank and tag; the
+ * MPI errors of weft codes; and the NAME=value list of their *_config
+ * parameters. Header only: each component is its own .so.
+ */
+#ifndef OMPI_WEFT_P2P_H
+#define OMPI_WEFT_P2P_H
+
+#include "ompi_config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "mpi.h"
+#include "ompi/constants.h"
+#include "opal/util/output.h"
+
+#include <weft/weft.h>
+
+/* ------------------------------------------------------------------ tag layout
+ *
+ * One MPI message is one weft tagged message. Its 64-bit weft tag:
+ *
+ *   63    62     61 ....... 50   49 ........ 32   31 ............ 0
+ *  [ACK][SYNC][ context id 12 ][ source rank 18 ][ MPI tag (32-bit int) ]
+ *
+ * - context id: the communicator's c_contextid (Open MPI keeps it below the
+ *   component's max_contextid = 4095).
+ * - source rank: the sender's rank in the communicator (c_my_rank); for an
+ *   acknowledgement, the rank of the receiver that sends it.
+ * - MPI tag: all 32 bits of the int, so Open MPI's negative internal tags (down to
+ *   -INT_MAX for collectives) keep their identity; MPI_ANY_TAG ignores bits 0..30
+ *   and requires bit 31 == 0, so it never matches a negative tag.
+ * - SYNC: the sender (MPI_Ssend) waits for an acknowledgement; receives ignore it.
+ * - ACK: a zero-byte acknowledgement of a SYNC message; receives require it to be 0,
+ *   so only the sender's own acknowledgement receive matches it.
+ *
+ * Receives never name a weft source address: the source is selected by the tag
+ * bits. A message that arrives before its sender is in our address vector (procs
+ * are added lazily) is reported by weft with an unknown source and would never
+ * match a directed receive posted after the insertion; the tag does not have
+ * that problem.
+ */
+#define OMPI_WEFT_ACK_BIT (1ULL << 63)
+#define OMPI_WEFT_SYNC_BIT (1ULL << 62)
+#define OMPI_WEFT_CID_BITS 12
+#define OMPI_WEFT_CID_SHIFT 50
+#define OMPI_WEFT_SOURCE_BITS 18
+#define OMPI_WEFT_SOURCE_SHIFT 32
+#define OMPI_WEFT_CID_MASK (((1ULL << OMPI_WEFT_CID_BITS) - 1) << OMPI_WEFT_CID_SHIFT)
+#define OMPI_WEFT_SOURCE_MASK (((1ULL << OMPI_WEFT_SOURCE_BITS) - 1) << OMPI_WEFT_SOURCE_SHIFT)
+#define OMPI_WEFT_TAG_MASK 0xffffffffULL
+/** MPI_ANY_TAG: the non-negative tags (bit 31 must be 0). */
+#define OMPI_WEFT_ANY_TAG_IGNORE 0x7fffffffULL
+#define OMPI_WEFT_MAX_CONTEXTID ((int)((1U << OMPI_WEFT_CID_BITS) - 1))
+#define OMPI_WEFT_MAX_RANKS (1 << OMPI_WEFT_SOURCE_BITS)
+
+/** The weft tag of a message from @p src_rank on context @p cid with MPI tag @p tag. */
+static inline uint64_t ompi_weft_tag(uint32_t cid, int src_rank, int tag)
+{
+    return ((uint64_t)cid << OMPI_WEFT_CID_SHIFT) |
+           ((uint64_t)(uint32_t)src_rank << OMPI_WEFT_SOURCE_SHIFT) | (uint64_t)(uint32_t)tag;
+}
+
+/** The MPI source rank carried by a weft tag. */
+static inline int ompi_weft_tag_source(uint64_t wtag)
+{
+    return (int)((wtag & OMPI_WEFT_SOURCE_MASK) >> OMPI_WEFT_SOURCE_SHIFT);
+}
+
+/** The MPI tag carried by a weft tag. */
+static inline int ompi_weft_tag_mpi_tag(uint64_t wtag)
+{
+    return (int)(uint32_t)(wtag & OMPI_WEFT_TAG_MASK);
+}
+
+/** Tag and ignore mask of a receive (or probe) for (@p src, @p tag) on @p cid. */
+static inline void ompi_weft_recv_bits(uint32_t cid, int src, int tag, uint64_t *wtag,
+                                       uint64_t *ignore)
+{
+    uint64_t t = (uint64_t)cid << OMPI_WEFT_CID_SHIFT;
+    uint64_t ign = OMPI_WEFT_SYNC_BIT;
+    if (MPI_ANY_SOURCE == src) {
+        ign |= OMPI_WEFT_SOURCE_MASK;
+    } else {
+        t |= (uint64_t)(uint32_t)src << OMPI_WEFT_SOURCE_SHIFT;
+    }
+    if (MPI_ANY_TAG == tag) {
+        ign |= OMPI_WEFT_ANY_TAG_IGNORE;
+    } else {
+        t |= (uint64_t)(uint32_t)tag;
+    }
+    *wtag = t;
+    *ignore = ign;
+}
+
+/* ------------------------------------------------------------------ errors */
+
+/** OMPI error for a negative weft code returned by a call (other than -WEFT_EAGAIN). */
+static inline int ompi_weft_ompi_error(ssize_t rc)
+{
+    switch (-rc) {
+        case WEFT_ENOMEM:
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        case WEFT_EHOSTUNREACH:
+            return OMPI_ERR_UNREACH;
+        case WEFT_EINVAL:
+            return OMPI_ERR_BAD_PARAM;
+        default:
+            return OMPI_ERROR;
+    }
+}
+
+/** MPI error class of a failed completion (positive WEFT_E* code). */
+static inline int ompi_weft_mpi_error(int weft_err)
+{
+    switch (weft_err) {
+        case WEFT_ETRUNC:
+            return MPI_ERR_TRUNCATE;
+        case WEFT_EHOSTUNREACH:
+            return MPI_ERR_OTHER;
+        default:
+            return MPI_ERR_INTERN;
+    }
+}
+
+/* ------------------------------------------------------------------ *_config parameters */
+
+/** Is the text from @p s up to the next ',' or ';' (or the end) NAME=value? */
+static inline bool ompi_weft_starts_pair(const char *s)
+{
+    size_t n = strcspn(s, ",;");
+    const char *eq = memchr(s, '=', n);
+    return NULL != eq && eq != s;
+}
+
+/**
+ * Apply "NAME=value;NAME=value" (or commas) to @p config. A comma starts a new
+ * pair only when NAME= follows it, so list values keep theirs:
+ * "TRANSPORTS=self,shm,RNDV_THRESH=32k" sets TRANSPORTS to "self,shm".
+ * @p param names the MCA parameter in the message about an item without '='
+ * (weft logs the other errors). 0 or the first error.
+ */
+static inline int ompi_weft_apply_config(weft_config_t *config, const char *pairs,
+                                         const char *param)
+{
+    if (NULL == pairs || '\0' == pairs[0]) {
+        return 0;
+    }
+    char *copy = strdup(pairs);
+    if (NULL == copy) {
+        return -WEFT_ENOMEM;
+    }
+    int rc = 0;
+    char *item = copy;
+    while (NULL != item && 0 == rc) {
+        /* The end of this pair: the next ';', or the next ',' that starts one. */
+        char *end = item + strcspn(item, ",;");
+        while (',' == *end && !ompi_weft_starts_pair(end + 1)) {
+            end += 1 + strcspn(end + 1, ",;");
+        }
+        char *next = '\0' == *end ? NULL : end + 1;
+        *end = '\0';
+        if ('\0' != item[0]) {
+            char *eq = strchr(item, '=');
+            if (NULL == eq || eq == item) {
+                opal_output(0, "%s item \"%s\" is not NAME=value", param, item);
+                rc = -WEFT_EINVAL;
+                break;
+            }
+            *eq = '\0';
+            rc = weft_config_modify(config, item, eq + 1);
+        }
+        item = next;
+    }
+    free(copy);
+    return rc;
+}
+
+#endif /* OMPI_WEFT_P2P_H */
