@@ -1,10 +1,11 @@
 /*
- * mpi_thread.c: MPI_THREAD_MULTIPLE over the MTL (weft opened WEFT_THREAD_SAFE).
+ * mpi_thread.c: MPI_THREAD_MULTIPLE over weft (mtl weft or pml weft; weft
+ * opened WEFT_THREAD_SAFE).
  *
  * Ranks pair up (0-1, 2-3, ...); in each pair, T threads per rank exchange
  * messages at the same time, each thread on its own tag: small ping-pongs,
- * rendezvous-size messages, synchronous sends, and a matched probe. Every
- * message is checked.
+ * rendezvous-size messages, synchronous sends, and a matched probe; then
+ * nonblocking and persistent requests. Every message is checked.
  */
 #include "mpi_test.h"
 
@@ -58,6 +59,60 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/**
+ * Nonblocking and persistent requests from every thread at once: each round
+ * an MPI_Irecv and an MPI_Isend (every seventh an MPI_Issend) to the peer
+ * thread of the same index, or a restart of the thread's persistent pair;
+ * MPI_Waitall. Requests are allocated, completed and freed by whichever
+ * thread gets there (the PML's free list and reference counts under
+ * MPI_THREAD_MULTIPLE).
+ */
+static void *worker_nonblocking(void *arg)
+{
+    const int t = (int)(intptr_t)arg;
+    const int tag = 200 + t;
+    enum { PLEN = 64 };
+    unsigned char *s = malloc(BIG), *r = malloc(BIG), *ps = calloc(1, PLEN), *pr = calloc(1, PLEN);
+    MPI_Request preq[2];
+    CHECK_MPI(MPI_Send_init(ps, PLEN, MPI_BYTE, peer, tag + 50, MPI_COMM_WORLD, &preq[0]));
+    CHECK_MPI(MPI_Recv_init(pr, PLEN, MPI_BYTE, peer, tag + 50, MPI_COMM_WORLD, &preq[1]));
+    for (int i = 0; i < ROUNDS; ++i) {
+        const long msg = (long)t * 100000 + i;
+        MPI_Status st[2];
+        if (i % 3 == 2) {
+            test_fill(ps, PLEN, test_rank, msg);
+            CHECK_MPI(MPI_Startall(2, preq));
+            CHECK_MPI(MPI_Waitall(2, preq, st));
+            CHECK(test_verify(pr, PLEN, peer, msg) < 0, "thread %d round %d: persistent data", t,
+                  i);
+            continue;
+        }
+        const size_t len = (i % 25 == 24) ? BIG : 8 * (size_t)(1 + i % 4);
+        MPI_Request req[2];
+        test_fill(s, len, test_rank, msg);
+        CHECK_MPI(MPI_Irecv(r, BIG, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req[0]));
+        if (i % 7 == 0) {
+            CHECK_MPI(MPI_Issend(s, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req[1]));
+        } else {
+            CHECK_MPI(MPI_Isend(s, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req[1]));
+        }
+        CHECK_MPI(MPI_Waitall(2, req, st));
+        int count = -1;
+        MPI_Get_count(&st[0], MPI_BYTE, &count);
+        CHECK(st[0].MPI_TAG == tag && st[0].MPI_SOURCE == peer && count == (int)len,
+              "thread %d round %d (nonblocking): tag %d source %d count %d", t, i, st[0].MPI_TAG,
+              st[0].MPI_SOURCE, count);
+        CHECK(test_verify(r, len, peer, msg) < 0, "thread %d round %d (nonblocking): data", t, i);
+    }
+    CHECK_MPI(MPI_Request_free(&preq[0]));
+    CHECK_MPI(MPI_Request_free(&preq[1]));
+    free(s);
+    free(r);
+    free(ps);
+    free(pr);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -69,6 +124,14 @@ int main(int argc, char **argv)
     pthread_t th[T];
     for (int t = 0; t < T; ++t) {
         CHECK(0 == pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t), "pthread_create");
+    }
+    for (int t = 0; t < T; ++t) {
+        pthread_join(th[t], NULL);
+    }
+    test_section("threads with nonblocking and persistent requests");
+    for (int t = 0; t < T; ++t) {
+        CHECK(0 == pthread_create(&th[t], NULL, worker_nonblocking, (void *)(intptr_t)t),
+              "pthread_create");
     }
     for (int t = 0; t < T; ++t) {
         pthread_join(th[t], NULL);

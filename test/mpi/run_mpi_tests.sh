@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# test/mpi/run_mpi_tests.sh: run the MPI test programs over the weft MTL
-# (docs/mpi.md). Part of `make check`; run from the top of a build directory
-# (or set WEFT_BUILD_DIR).
+# test/mpi/run_mpi_tests.sh: run the MPI test programs over the weft MTL and
+# over pml weft (docs/mpi.md). Part of `make check`; run from the top of a
+# build directory (or set WEFT_BUILD_DIR).
 #
 # Every program runs with `--mca pml cm --mca mtl weft` and the component path
-# pointing at the build tree's .libs, on 2 and 4 ranks. A run passes when it
-# exits 0, prints "PASS <program>", and every rank printed the component's
-# selection line (--mca mtl_weft_verbose 1): the MTL was really used.
+# pointing at the build tree's .libs, on 2 and 4 ranks; then mpi_p2p,
+# mpi_many, mpi_thread and mpi_coll again with `--mca pml weft`. A run passes
+# when it exits 0, prints "PASS <program>", and every rank printed the
+# selection line of the component under test (--mca mtl_weft_verbose 1, or
+# pml_weft_verbose 1): it was really used.
 #
 # Exit 77 (skip) only when mpirun or the component is not available.
 #
@@ -39,11 +41,23 @@ ompi_components=$(ompi_info --path pkglibdir 2>/dev/null | sed -n 's/.*Pkglibdir
 ompi_components=${ompi_components:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
 libs=$(cd "$build/.libs" && pwd)
 
-base_args=(--mca mca_base_component_path "$libs:$ompi_components"
-           --mca pml cm --mca mtl weft --mca mtl_weft_verbose 2)
+base_args=(--mca mca_base_component_path "$libs:$ompi_components")
 if [ "$(id -u)" = 0 ]; then
     base_args+=(--allow-run-as-root)
 fi
+# The component under test: its selection arguments, what it is called, and
+# the line every rank prints when it is selected.
+use_mtl() {
+    sel_args=(--mca pml cm --mca mtl weft --mca mtl_weft_verbose 2)
+    sel_what="the weft MTL"
+    sel_line="mtl weft: selected on rank"
+}
+use_pml() {
+    sel_args=(--mca pml weft --mca pml_weft_verbose 2)
+    sel_what="pml weft"
+    sel_line="pml weft: selected on rank"
+}
+use_mtl
 cores=$(nproc 2>/dev/null || echo 1)
 
 failed=0
@@ -62,7 +76,7 @@ trap 'rm -f "$log"' EXIT
 run() {
     local name=$1 np=$2
     shift 2
-    local args=("${base_args[@]}")
+    local args=("${base_args[@]}" "${sel_args[@]}")
     if [ "$np" -gt "$cores" ]; then
         args+=(--oversubscribe)
     fi
@@ -74,7 +88,7 @@ run() {
     timeout "$limit" "$mpirun" -np "$np" "${args[@]}" "$@" "$build/test/mpi/$name" >"$log" 2>&1
     local rc=$?
     local selected
-    selected=$(grep -c "mtl weft: selected on rank" "$log")
+    selected=$(grep -c "$sel_line" "$log")
     local why=""
     if [ "$rc" -ne 0 ]; then
         why="exit status $rc"
@@ -82,15 +96,15 @@ run() {
     elif ! grep -q "^PASS $name" "$log"; then
         why="no PASS line"
     elif [ "$selected" -ne "$np" ]; then
-        why="the weft MTL was selected on $selected of $np ranks"
+        why="$sel_what was selected on $selected of $np ranks"
     fi
     if [ -n "$why" ]; then
-        echo "FAIL: $name, $np ranks $* ($why); output:"
+        echo "FAIL: $name, $np ranks${*:+ $*} [$sel_what] ($why); output:"
         tail -n 40 "$log" | sed 's/^/    /'
         failed=$((failed + 1))
         return 1
     fi
-    echo "ok:   $name, $np ranks $* ($((SECONDS - t0)) s): $(grep "^PASS" "$log")"
+    echo "ok:   $name, $np ranks${*:+ $*} [$sel_what] ($((SECONDS - t0)) s): $(grep "^PASS" "$log")"
     passed=$((passed + 1))
     return 0
 }
@@ -197,7 +211,7 @@ if run mpi_many 2 --mca mtl_weft_config "TRANSPORTS=${WEFT_TRANSPORTS:-self,shm}
 fi
 # A name weft does not know: MPI_Init fails on the MTL, saying which.
 bad_name=WEFT_NOT_A_VARIABLE
-timeout 120 "$mpirun" -np 2 "${base_args[@]}" --mca mtl_weft_config "$bad_name=1" \
+timeout 120 "$mpirun" -np 2 "${base_args[@]}" "${sel_args[@]}" --mca mtl_weft_config "$bad_name=1" \
     "$build/test/mpi/mpi_p2p" >"$log" 2>&1
 if [ $? -eq 0 ] || ! grep -q "$bad_name" "$log"; then
     echo "FAIL: mtl_weft_config with an unknown name: expected a failed start naming $bad_name; output:"
@@ -206,6 +220,57 @@ if [ $? -eq 0 ] || ! grep -q "$bad_name" "$log"; then
 else
     echo "ok:   mtl_weft_config with an unknown name refused: $(grep -m1 "$bad_name" "$log")"
     passed=$((passed + 1))
+fi
+
+# pml weft (netmod/pml_weft*.c): Open MPI's PML over weft, no pml cm. The
+# point-to-point programs, MPI_THREAD_MULTIPLE, and the collectives both
+# through coll weft and through Open MPI's own (tuned, basic: every
+# collective's messages through the PML), on 2 and 4 ranks.
+if [ -f "$build/.libs/mca_pml_weft.so" ]; then
+    use_pml
+    for np in 2 4; do
+        run mpi_p2p "$np"
+        run mpi_many "$np"
+        run mpi_thread "$np"
+        run mpi_coll "$np"
+        run mpi_coll "$np" --mca coll ^weft
+    done
+    # Its deferred queue, through its configuration parameter.
+    pml_config="TRANSPORTS=${WEFT_TRANSPORTS:-self,shm},TX_SIZE=8"
+    if run mpi_many 2 --mca pml_weft_config "$pml_config"; then
+        check_deferred "pml_weft_config TX_SIZE=8"
+    fi
+    # A weft variable that does not exist: MPI_Init fails on pml weft, saying which.
+    timeout 120 "$mpirun" -np 2 "${base_args[@]}" "${sel_args[@]}" \
+        --mca pml_weft_config "$bad_name=1" "$build/test/mpi/mpi_p2p" >"$log" 2>&1
+    if [ $? -eq 0 ] || ! grep -q "$bad_name" "$log"; then
+        echo "FAIL: pml_weft_config with an unknown name: expected a failed start" \
+            "naming $bad_name; output:"
+        tail -n 20 "$log" | sed 's/^/    /'
+        failed=$((failed + 1))
+    else
+        echo "ok:   pml_weft_config with an unknown name refused: $(grep -m1 "$bad_name" "$log")"
+        passed=$((passed + 1))
+    fi
+    # Not without the flag: with the component in the path and no pml named,
+    # Open MPI keeps its default PML and pml weft is never selected.
+    timeout 120 "$mpirun" -np 2 "${base_args[@]}" --mca pml_weft_verbose 1 \
+        "$build/test/mpi/mpi_p2p" >"$log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] || ! grep -q "^PASS mpi_p2p" "$log" ||
+        grep -q "pml weft: selected" "$log"; then
+        echo "FAIL: without --mca pml weft: exit $rc, pml weft selected on" \
+            "$(grep -c "pml weft: selected" "$log") ranks (expected 0); output:"
+        tail -n 20 "$log" | sed 's/^/    /'
+        failed=$((failed + 1))
+    else
+        echo "ok:   without --mca pml weft, Open MPI's default PML ran mpi_p2p" \
+            "(pml weft not selected)"
+        passed=$((passed + 1))
+    fi
+else
+    echo "FAIL: $build/.libs/mca_pml_weft.so not built"
+    failed=$((failed + 1))
 fi
 
 echo "$passed passed, $failed failed"
