@@ -80,6 +80,60 @@ struct tx_view {
     }
 }
 
+/// What fifo_reserve_pair found when it returns nullptr.
+enum class pair_refusal : std::uint8_t {
+    full,  ///< a cell of the pair still holds a message of the previous lap
+    wrap,  ///< the tail is at the last cell: the pair would not be adjacent
+};
+
+/// Reserve the cells of positions pos and pos + 1 (adjacent in memory) with one
+/// tail CAS pos -> pos + 2, for a pair message. Returns the first cell, or
+/// nullptr with `why`. The second cell's seq is left as it is (pos + 1, "free
+/// for pos + 1"): no producer ever reserves pos + 1 in this lap, and the
+/// consumer, told by the first cell's kind, skips it and frees both.
+[[gnu::always_inline]] inline cell *fifo_reserve_pair(const tx_view &v, std::uint32_t &pos_out,
+                                                      pair_refusal &why) noexcept
+{
+    std::uint32_t pos = v.tail->load(std::memory_order_relaxed);
+    for (;;) {
+        if ((pos & v.mask) == v.mask) [[unlikely]] {
+            why = pair_refusal::wrap;
+            return nullptr;
+        }
+        // Release, as in fifo_reserve; resv_pair tells the owner, should we die
+        // before publishing, that the reservation spans two positions.
+        v.resv->store(resv_valid | resv_pair | pos, std::memory_order_release);
+        cell *c = cell_at(v.cells, v.mask, pos);
+        // Acquire (both): pair with the consumer's release stores that freed the
+        // cells, so our writes cannot overtake its reads of the previous lap.
+        const auto dif = static_cast<std::int32_t>(c->seq.load(std::memory_order_acquire) - pos);
+        const auto dif2 =
+            static_cast<std::int32_t>((c + 1)->seq.load(std::memory_order_acquire) - (pos + 1));
+        if (dif == 0 && dif2 == 0) [[likely]] {
+            // acq_rel as in fifo_reserve. Success means nobody took pos, hence
+            // nobody took pos + 1 (the tail passes pos + 1 only after pos).
+            if (v.tail->compare_exchange_weak(pos, pos + 2, std::memory_order_acq_rel,
+                                              std::memory_order_relaxed)) [[likely]] {
+                pos_out = pos;
+                return c;
+            }
+            continue;  // pos was reloaded by the failed CAS
+        }
+        if (dif < 0 || (dif == 0 && dif2 < 0)) {
+            why = pair_refusal::full;  // (or corrupted: fifo_corrupted tells)
+            return nullptr;
+        }
+        // Another producer took pos (or pos + 1 after a single at pos): the tail
+        // has moved, as in fifo_reserve; if it has not, give up.
+        const std::uint32_t now = v.tail->load(std::memory_order_relaxed);
+        if (now == pos) [[unlikely]] {
+            why = pair_refusal::full;
+            return nullptr;
+        }
+        pos = now;
+    }
+}
+
 /// Cold, after fifo_reserve returned nullptr: is the FIFO in a state that no
 /// correct producer or consumer leaves behind (a hostile or broken peer wrote
 /// its tail or a cell's sequence number)? A correct full FIFO has, at the
@@ -119,6 +173,18 @@ struct tx_view {
 [[gnu::always_inline]] inline bool fifo_ready(const cell *c, std::uint32_t head) noexcept
 {
     return c->seq.load(std::memory_order_acquire) == head + 1;
+}
+
+/// Consumer: free the cells of a pair at `head` and head + 1: the second first,
+/// so that a producer that finds the first free finds the pair free.
+[[gnu::always_inline]] inline void fifo_release_pair(cell *c, std::uint32_t head,
+                                                     std::uint32_t fifo_size) noexcept
+{
+    // Release (both): our reads of the cells happen before a producer's acquire
+    // load sees them free. The second cell's seq goes from head + 1 (never
+    // published) to head + 1 + fifo_size, as a consumed cell's does.
+    (c + 1)->seq.store(head + 1 + fifo_size, std::memory_order_release);
+    c->seq.store(head + fifo_size, std::memory_order_release);
 }
 
 /// Consumer: free the cell at `head` for the producer of position head + fifo_size.

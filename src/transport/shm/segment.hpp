@@ -38,7 +38,7 @@ static_assert(cell_size == 64 || cell_size == 128, "cell is one or two cache lin
 inline constexpr std::uint64_t segment_magic = 0x314d485354464557ULL;  // "WEFTSHM1" little-endian
 /// 1: 64-byte sender addresses, an 8-bit active-message id; 2: variable sender
 /// addresses (up to 256 bytes), a 16-bit active-message word.
-inline constexpr std::uint32_t segment_version = 2;
+inline constexpr std::uint32_t segment_version = 3;
 /// The shm transport's wire id (its blob in addresses).
 inline constexpr std::uint8_t wire_id = 2;
 
@@ -122,8 +122,10 @@ enum class slot_kind : std::uint8_t {
     return static_cast<std::uint32_t>(s);
 }
 
-/// sender_slot::resv: resv_valid | the FIFO position the sender is reserving.
+/// sender_slot::resv: resv_valid | the FIFO position the sender is reserving,
+/// with resv_pair when it reserves that position and the next (a pair message).
 inline constexpr std::uint64_t resv_valid = 1ULL << 32;
+inline constexpr std::uint64_t resv_pair = 1ULL << 33;
 
 /// One registered sender, in the receiver's segment. Slot index = src_id.
 struct alignas(128) sender_slot {
@@ -149,6 +151,10 @@ static_assert(sizeof(sender_slot) == 384, "sender slot is a wire format");
 enum class cell_kind : std::uint8_t {
     inline_data = 1,  ///< header + payload in cell::data
     bcopy = 2,        ///< header + payload in the cell's bcopy slot
+    /// header + payload in cell::data, continued in the next cell from its byte 4
+    /// (all but its seq word): a message of max_inline + 1 .. max_pair bytes in
+    /// two adjacent cells, reserved with one tail CAS (docs/shm.md "Pairs")
+    inline_pair = 3,
 };
 
 /// cell::len_kind: the length in bits 0..23 (a bcopy slot is at most 1 MiB), the kind above.
@@ -177,6 +183,13 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
 /// Header + payload bytes that fit in one cell.
 inline constexpr std::size_t max_inline = sizeof(cell::data);
+/// Bytes of a pair's second cell that carry its body: all but the seq word,
+/// which keeps the value that says "free for this position" (nobody reserves
+/// that position: the tail CAS skipped it).
+inline constexpr std::size_t pair_tail_offset = sizeof(cell::seq);
+/// Header + payload bytes that fit in a pair of cells.
+inline constexpr std::size_t max_pair = max_inline + cell_size - pair_tail_offset;
+static_assert(max_pair == 2 * cell_size - 16);
 
 /// Offsets derived from the geometry; the owner and every peer compute the same.
 struct segment_layout {

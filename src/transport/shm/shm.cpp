@@ -336,8 +336,12 @@ class shm_iface final : public iface {
 
     [[gnu::always_inline]] inline unsigned drain(cell *c);
     [[gnu::always_inline]] inline void deliver(cell *c, std::uint32_t pos);
-    [[gnu::cold, gnu::noinline]] void drop_cell(std::uint32_t pos, unsigned am, unsigned kind,
-                                                unsigned src, std::uint32_t len);
+    /// Free a malformed cell (and count and log it).
+    [[gnu::cold, gnu::noinline]] void drop_cell(cell *c, std::uint32_t pos, unsigned am,
+                                                unsigned kind, unsigned src, std::uint32_t len);
+    /// send_short of max_inline + 1 .. max_pair bytes: two adjacent cells.
+    [[gnu::noinline]] status send_pair(conn_id conn, am_word am, const void *hdr,
+                                       std::size_t hdr_len, const void *payload, std::size_t len);
     [[gnu::cold, gnu::noinline]] unsigned idle_tick();
     /// Publish that we are running (segment_control::active_us): only while a
     /// buffer of ours is exposed, i.e. a peer may be deciding how to read it.
@@ -369,6 +373,10 @@ class shm_iface final : public iface {
     std::uint32_t bcopy_size_;
     std::uint32_t nslots_;
     std::uint32_t batch_;
+    /// skip_dead_reservations: pair_skip_ is the second position of a skipped
+    /// reservation that a dead sender announced as a pair.
+    std::uint32_t pair_skip_ = 0;
+    bool pair_skip_valid_ = false;
     std::uint32_t idle_countdown_ = idle_polls_per_tick;
     std::uint32_t exposed_ = 0;  ///< buffers exposed (expose() minus unexpose())
     // Send hot path.
@@ -434,7 +442,7 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
       check_interval_us_(cfg.peer_check_interval)
 {
     attr_.caps = cap::am;
-    attr_.max_short = max_inline;
+    attr_.max_short = max_pair;
     attr_.max_bcopy = geo.bcopy_size;
     attr_.max_hdr = max_hdr;
     // A cell through the L2/L3 and a copy at each side; the pipelined copy of a
@@ -522,7 +530,10 @@ status shm_iface::send_short(iface *tl, conn_id conn, am_word am, const void *hd
 {
     auto *s = static_cast<shm_iface *>(tl);
     const std::size_t total = hdr_len + len;
-    if (conn >= s->ntx_ || total > max_inline) [[unlikely]] {
+    if (total > max_inline) [[unlikely]] {
+        return s->send_pair(conn, am, hdr, hdr_len, payload, len);
+    }
+    if (conn >= s->ntx_) [[unlikely]] {
         return s->bad_send(conn, am, hdr_len, total);
     }
     const tx_conn &t = s->tx_[conn];
@@ -538,6 +549,40 @@ status shm_iface::send_short(iface *tl, conn_id conn, am_word am, const void *hd
     base::copy_small(c->data, hdr, hdr_len);
     base::copy_small(c->data + hdr_len, payload, len);
     fifo_publish(c, pos, am, cell_kind::inline_data, t.v.slot, static_cast<std::uint32_t>(total));
+    return status::ok;
+}
+
+status shm_iface::send_pair(conn_id conn, am_word am, const void *hdr, std::size_t hdr_len,
+                            const void *payload, std::size_t len)
+{
+    const std::size_t total = hdr_len + len;
+    if (conn >= ntx_ || total > max_pair) [[unlikely]] {
+        return bad_send(conn, am, hdr_len, total);
+    }
+    const tx_conn &t = tx_[conn];
+    if (t.dead) [[unlikely]] {
+        return status::unreachable;
+    }
+    std::uint32_t pos;
+    pair_refusal why;
+    cell *c = fifo_reserve_pair(t.v, pos, why);
+    if (c == nullptr) [[unlikely]] {
+        if (why == pair_refusal::wrap) {
+            // The tail is at the last cell: one cell and its bounce slot instead.
+            const iovec iov{const_cast<void *>(payload), len};
+            return send_bcopy(this, conn, am, hdr, hdr_len, &iov, 1, 0, len);
+        }
+        return send_full(conn);
+    }
+    // The body is header then payload, cut at max_inline: the first cell's data,
+    // then the second cell from its byte pair_tail_offset (its seq stays).
+    alignas(16) std::uint8_t body[max_pair];
+    std::memcpy(body, hdr, hdr_len);
+    std::memcpy(body + hdr_len, payload, len);
+    std::memcpy(c->data, body, max_inline);
+    base::copy_small(reinterpret_cast<std::uint8_t *>(c + 1) + pair_tail_offset, body + max_inline,
+                     total - max_inline);
+    fifo_publish(c, pos, am, cell_kind::inline_pair, t.v.slot, static_cast<std::uint32_t>(total));
     return status::ok;
 }
 
@@ -620,15 +665,7 @@ unsigned shm_iface::drain(cell *c)
 {
     unsigned n = 0;
     do {
-        const std::uint32_t pos = head_;
-        // Advance before the handler runs, so a handler that (against the rules)
-        // re-enters progress consumes the next cell, not this one again.
-        head_ = pos + 1;
-        // The next cell is usually the next message of a stream: start its line
-        // transfer while the handler runs.
-        __builtin_prefetch(cell_at(cells_, mask_, pos + 1), 0, 3);
-        deliver(c, pos);
-        fifo_release(c, pos, fifo_size_);
+        deliver(c, head_);  // advances the head past the message and frees its cells
         c = cell_at(cells_, mask_, head_);
     } while (++n < batch_ && fifo_ready(c, head_));
     return n;
@@ -642,27 +679,49 @@ void shm_iface::deliver(cell *c, std::uint32_t pos)
     const std::uint32_t len_kind = c->len_kind.load(std::memory_order_relaxed);
     const std::uint32_t len = len_kind & 0xffffffu;
     const unsigned kind = len_kind >> 24;
-    const void *data;
-    if (kind == static_cast<unsigned>(cell_kind::inline_data) && len <= max_inline) [[likely]] {
-        data = c->data;
-    } else if (kind == static_cast<unsigned>(cell_kind::bcopy) && len <= bcopy_size_) {
-        data = bcopy_ + static_cast<std::size_t>(pos & mask_) * bcopy_size_;
-    } else {
-        drop_cell(pos, am, kind, src, len);
-        return;
-    }
+    // Advance before the handler runs, so a handler that (against the rules)
+    // re-enters progress consumes the next message, not this one again.
+    head_ = pos + 1;
+    // The next cell is usually the next message of a stream: start its line
+    // transfer while the handler runs.
+    __builtin_prefetch(cell_at(cells_, mask_, pos + 1), 0, 3);
     if (src >= nslots_) [[unlikely]] {
-        drop_cell(pos, am, kind, src, len);
+        drop_cell(c, pos, am, kind, src, len);
         return;
     }
-    handlers_.am(handlers_.arg, src, am, data, len);
+    if (kind == static_cast<unsigned>(cell_kind::inline_data) && len <= max_inline) [[likely]] {
+        handlers_.am(handlers_.arg, src, am, c->data, len);
+    } else if (kind == static_cast<unsigned>(cell_kind::bcopy) && len <= bcopy_size_) {
+        handlers_.am(handlers_.arg, src, am,
+                     bcopy_ + static_cast<std::size_t>(pos & mask_) * bcopy_size_, len);
+    } else if (kind == static_cast<unsigned>(cell_kind::inline_pair) && len > max_inline &&
+               len <= max_pair && (pos & mask_) != mask_) {
+        // The body continues in the next cell (never the last: producers do not
+        // wrap a pair). Copied out, so both cells are free before the handler runs.
+        alignas(16) std::uint8_t body[max_pair];
+        std::memcpy(body, c->data, max_inline);
+        base::copy_small(body + max_inline,
+                         reinterpret_cast<const std::uint8_t *>(c + 1) + pair_tail_offset,
+                         len - max_inline);
+        head_ = pos + 2;
+        __builtin_prefetch(cell_at(cells_, mask_, pos + 2), 0, 3);
+        fifo_release_pair(c, pos, fifo_size_);
+        handlers_.am(handlers_.arg, src, am, body, len);
+        return;
+    } else {
+        drop_cell(c, pos, am, kind, src, len);
+        return;
+    }
+    fifo_release(c, pos, fifo_size_);
 }
 
 // --------------------------------------------------------------- cold paths
 
-void shm_iface::drop_cell(std::uint32_t pos, unsigned am, unsigned kind, unsigned src,
+void shm_iface::drop_cell(cell *c, std::uint32_t pos, unsigned am, unsigned kind, unsigned src,
                           std::uint32_t len)
 {
+    // One cell: a malformed pair's second cell is not trusted to be the pair's.
+    fifo_release(c, pos, fifo_size_);
     const std::uint64_t n = ++stats_.dropped_cells;
     if (n <= drop_warn_first || n % drop_warn_every == 0) {
         WEFT_LOG(shm, warn,
@@ -878,7 +937,10 @@ void shm_iface::skip_dead_reservations()
     // announced the position in its slot's resv before the tail CAS that reserved
     // it, so the owner is among the slots whose resv == head. If all of those are
     // dead, the owner is dead and the cell will never be published: free it.
-    // docs/shm.md "Dead senders" has the ordering argument.
+    // A pair reservation (resv_pair) also holds head + 1, which nobody announces:
+    // after skipping a position a dead pair announcer held, the next position is
+    // skipped too when unpublished and no live sender announced it (had anyone
+    // reserved it, that sender announced it first). docs/shm.md "Dead senders".
     for (;;) {
         cell *c = cell_at(cells_, mask_, head_);
         if (fifo_ready(c, head_)) {
@@ -890,16 +952,19 @@ void shm_iface::skip_dead_reservations()
             return;  // empty
         }
         bool dead_candidate = false;
+        bool dead_pair = false;
         bool live_candidate = false;
         for (std::uint32_t s = 0; s < nslots_ && !live_candidate; ++s) {
             // Acquire: a value newer than head means that sender moved on after
             // publishing whatever it had reserved, and the re-check below sees it.
-            if (slots_[s].resv.load(std::memory_order_acquire) != (resv_valid | head_)) {
+            const std::uint64_t r = slots_[s].resv.load(std::memory_order_acquire);
+            if ((r & ~resv_pair) != (resv_valid | head_)) {
                 continue;
             }
             switch (rx_[s].state) {
                 case rx_state::dead:
                     dead_candidate = true;
+                    dead_pair = dead_pair || (r & resv_pair) != 0;
                     break;
                 case rx_state::closing:
                     break;  // closed cleanly: it published everything it reserved
@@ -908,7 +973,8 @@ void shm_iface::skip_dead_reservations()
                     break;
             }
         }
-        if (!dead_candidate || live_candidate) {
+        const bool second_of_pair = pair_skip_valid_ && pair_skip_ == head_;
+        if ((!dead_candidate && !second_of_pair) || live_candidate) {
             return;
         }
         if (fifo_ready(c, head_)) {
@@ -917,6 +983,8 @@ void shm_iface::skip_dead_reservations()
         WEFT_LOG(shm, warn, "%s: skipping FIFO position %" PRIu32 " reserved by a dead sender",
                  name_.c_str(), head_);
         fifo_release(c, head_, fifo_size_);
+        pair_skip_valid_ = dead_pair;
+        pair_skip_ = head_ + 1;
         ++head_;
         ++stats_.dead_reservations;
     }

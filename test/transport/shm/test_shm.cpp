@@ -293,7 +293,7 @@ TEST(shm, attributes_and_address)
     EXPECT_EQ(at.shared_rx, 0U);
     EXPECT_GT(at.cost.latency_ns, 0.0);
     EXPECT_GT(at.cost.bandwidth_mbps, 0.0);
-    EXPECT_EQ(at.max_short, shm::cell_size - 12);
+    EXPECT_EQ(at.max_short, shm::max_pair);
     EXPECT_EQ(at.max_bcopy, cfg.bcopy_size);
     EXPECT_EQ(at.max_hdr, 128U);
     EXPECT_NE(a->tl->ops().send_short, nullptr);
@@ -708,6 +708,62 @@ TEST(shm, fifo_full_returns_again_until_receiver_progresses)
     EXPECT_EQ(b->progress(), 0U);
 }
 
+// A message of max_inline + 1 .. max_pair bytes takes two adjacent cells with
+// one reservation; at the last cell, where the two would not be adjacent, it
+// goes as one cell with its bounce slot. FIFO of 8: a single (cell 0), three
+// pairs (1-2, 3-4, 5-6) and a fourth at the last cell (7, bcopy) fill it
+// exactly; a pair needs both cells free, a single only its own.
+TEST(shm, pair_messages_take_two_cells_and_wrap_as_bcopy)
+{
+    shm::config cfg = test_config();
+    cfg.fifo_size = 8;
+    cfg.rx_batch = 1;
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    std::vector<std::vector<std::uint8_t>> sent;
+    auto send = [&](std::size_t len) {
+        std::vector<std::uint8_t> m(len);
+        for (std::size_t i = 0; i < len; ++i) {
+            m[i] = pattern(7, sent.size(), i);
+        }
+        const std::size_t hl = std::min<std::size_t>(len, 8);
+        const status st =
+            send_short(*a, c, cycle_am(sent.size()), m.data(), hl, m.data() + hl, len - hl);
+        if (st == status::ok) {
+            sent.push_back(std::move(m));
+        }
+        return st;
+    };
+    ASSERT_EQ(send(4), status::ok);
+    for (const std::size_t len : {shm::max_inline + 1, std::size_t{80}, shm::max_pair}) {
+        ASSERT_EQ(send(len), status::ok) << len;
+    }
+    ASSERT_EQ(send(100), status::ok);   // at the last cell: one cell and a bounce slot
+    EXPECT_EQ(send(4), status::again);  // full
+    EXPECT_EQ(b->progress(), 1U);       // cell 0 is free, cell 1 (a pair's) is not
+    EXPECT_EQ(send(60), status::again);
+    EXPECT_EQ(send(4), status::ok);
+    // Across laps: every pair size, the receiver taking one message per call.
+    for (std::size_t k = 0; k < 64; ++k) {
+        const std::size_t len = shm::max_inline + 1 + k % (shm::max_pair - shm::max_inline);
+        status st;
+        while ((st = send(len)) == status::again) {
+            b->progress();
+        }
+        ASSERT_EQ(st, status::ok);
+    }
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == sent.size(); }));
+    for (std::size_t n = 0; n < sent.size(); ++n) {
+        EXPECT_EQ(b->rx[n].am, cycle_am(n)) << "message " << n;
+        EXPECT_EQ(b->rx[n].bytes, sent[n]) << "message " << n;
+    }
+    EXPECT_EQ(b->progress(), 0U);
+    EXPECT_EQ(shm::get_stats(*b->tl)->dropped_cells, 0U);
+}
+
 TEST(shm, batch_limits_one_progress_call)
 {
     shm::config cfg = test_config();
@@ -774,6 +830,14 @@ TEST(shm, invalid_sends_are_rejected)
 
 /// Child side of the many-senders test: open, connect, send `count` messages
 /// (alternating short and bcopy) carrying (sender, sequence), exit.
+/// Payload bytes of sender_child's message `n`: even ones are short messages of
+/// every size up to max_pair with the 8-byte header (one cell or a pair),
+/// odd ones bcopy messages.
+std::size_t forked_payload_len(std::uint32_t n)
+{
+    return n % 2 == 0 ? n % (shm::max_pair - 8 + 1) : 20 * (n % 40);
+}
+
 [[noreturn]] void sender_child(const address &to, std::uint32_t index, std::uint32_t count)
 {
     shm::config cfg{};
@@ -797,8 +861,8 @@ TEST(shm, invalid_sends_are_rejected)
     std::vector<std::uint8_t> payload(1000);
     for (std::uint32_t n = 0; n < count; ++n) {
         const std::uint32_t hdr[2] = {index, n};
-        const std::size_t len = n % 40;
-        for (std::size_t i = 0; i < len * 20; ++i) {
+        const std::size_t len = forked_payload_len(n);
+        for (std::size_t i = 0; i < len; ++i) {
             payload[i] = pattern(index, n, i);
         }
         status s;
@@ -809,9 +873,9 @@ TEST(shm, invalid_sends_are_rejected)
                 s = weft::transport::send_short(tl, c, am, hdr, sizeof(hdr), payload.data(), len);
             } else {
                 const struct iovec iov {
-                    payload.data(), len * 20
+                    payload.data(), len
                 };
-                s = weft::transport::send_bcopy(tl, c, am, hdr, sizeof(hdr), &iov, 1, 0, len * 20);
+                s = weft::transport::send_bcopy(tl, c, am, hdr, sizeof(hdr), &iov, 1, 0, len);
             }
         } while (s == status::again);
         if (s != status::ok) {
@@ -859,7 +923,7 @@ TEST(shm, three_forked_senders_keep_per_sender_order)
                     break;
                 }
                 ++next[k];
-                const std::size_t len = (n % 2 == 0 ? 1 : 20) * (n % 40);
+                const std::size_t len = forked_payload_len(n);
                 if (r.am != make_am(n % 2 == 0 ? 2 : 3, n % 256) ||
                     r.bytes.size() != sizeof(hdr) + len) {
                     error = "bad am word or length at message " + std::to_string(n);
@@ -980,6 +1044,40 @@ TEST(shm, corrupted_cells_are_dropped_and_freed)
     EXPECT_EQ(b->rx[2].am, 0xffffU);
     EXPECT_EQ(b->rx[2].bytes, std::vector<std::uint8_t>(4, 0xee));
     EXPECT_EQ(shm::get_stats(*b->tl)->dropped_cells, 8U);
+}
+
+// A pair cell that is too short for a pair, too long, or at the last cell
+// (its second cell would be outside the FIFO) is dropped, one cell freed; a
+// valid pair still follows.
+TEST(shm, malformed_pair_cells_are_dropped)
+{
+    shm::config cfg = test_config();
+    cfg.fifo_size = 4;
+    cfg.rx_batch = std::max<std::uint64_t>(cfg.rx_batch, 2);
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    const std::uint32_t spare = static_cast<std::uint32_t>(cfg.max_senders - 1);
+    const auto max_inline = static_cast<std::uint32_t>(shm::max_inline);
+    const auto max_pair = static_cast<std::uint32_t>(shm::max_pair);
+    {
+        weft::test::expect_log_warnings expect(3);
+        publish_raw(b->addr, 0, 1, shm::cell_kind::inline_pair, max_inline, spare);    // too short
+        publish_raw(b->addr, 0, 1, shm::cell_kind::inline_pair, max_pair + 1, spare);  // too long
+        ASSERT_EQ(b->progress(), 2U);
+        publish_raw(b->addr, 0, 1, shm::cell_kind::inline_data, 4, spare);   // position 2
+        publish_raw(b->addr, 0, 1, shm::cell_kind::inline_pair, 60, spare);  // the last cell
+        ASSERT_EQ(b->progress(), 2U);
+    }
+    EXPECT_EQ(shm::get_stats(*b->tl)->dropped_cells, 3U);
+    ASSERT_EQ(b->rx.size(), 1U);
+    std::vector<std::uint8_t> m(max_pair, 0x5a);
+    ASSERT_EQ(send_short(*a, c, 3, m.data(), 8, m.data() + 8, max_pair - 8), status::ok);
+    ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 2; }));
+    EXPECT_EQ(b->rx[1].bytes, m);
+    EXPECT_EQ(shm::get_stats(*b->tl)->dropped_cells, 3U);
 }
 
 /// Overwrite something in `to`'s FIFO as a hostile process could.
@@ -1152,25 +1250,16 @@ TEST(shm, dead_peer_is_reported_once_and_sends_fail)
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
 }
 
-TEST(shm, sender_dead_after_reserving_does_not_wedge_the_fifo)
+/// Fork a process that registers in a sender slot of `to` exactly as
+/// connect() does, reserves one cell (or a pair) and dies before publishing.
+void reserve_and_die(const address &to, bool pair)
 {
-    shm::config cfg = test_config();
-    cfg.fifo_size = 4;
-    auto a = open_ep(1, cfg);
-    auto b = open_ep(2, cfg);
-    ASSERT_TRUE(a && b);
-    conn_id c = invalid_id;
-    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
-    ASSERT_EQ(send_short(*a, c, 1, "before", 6, nullptr, 0), status::ok);
-
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        // Child: register in a slot exactly as connect() does, reserve a cell,
-        // and die before publishing it.
         shm::mapping m;
         shm::segment_geometry geo{};
-        if (map_peer(b->addr, m, geo) != status::ok) {
+        if (map_peer(to, m, geo) != status::ok) {
             _exit(2);
         }
         shm::sender_slot *slots = shm::seg_slots(m.base(), geo.layout);
@@ -1193,31 +1282,65 @@ TEST(shm, sender_dead_after_reserving_does_not_wedge_the_fifo)
         v.resv = &slots[s].resv;
         v.mask = geo.fifo_size - 1;
         std::uint32_t pos = 0;
-        _exit(shm::fifo_reserve(v, pos) != nullptr ? 0 : 4);
+        shm::pair_refusal why{};
+        const shm::cell *c = pair ? shm::fifo_reserve_pair(v, pos, why) : shm::fifo_reserve(v, pos);
+        _exit(c != nullptr ? 0 : 4);
     }
     int st = 0;
     ASSERT_EQ(waitpid(pid, &st, 0), pid);
     ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+}
+
+/// A sender died holding a reservation of one cell, or of a pair: the owner
+/// skips it (each position once), and the FIFO keeps working across laps.
+void dead_reservation_is_skipped(bool pair)
+{
+    shm::config cfg = test_config();
+    cfg.fifo_size = 4;
+    auto a = open_ep(1, cfg);
+    auto b = open_ep(2, cfg);
+    ASSERT_TRUE(a && b);
+    conn_id c = invalid_id;
+    ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+    ASSERT_EQ(send_short(*a, c, 1, "before", 6, nullptr, 0), status::ok);
+    reserve_and_die(b->addr, pair);
     // Queued behind the dead reservation.
     ASSERT_EQ(send_short(*a, c, 1, "after", 5, nullptr, 0), status::ok);
+    const unsigned positions = pair ? 2 : 1;
     {
-        weft::test::expect_log_warnings expect(1);
+        weft::test::expect_log_warnings expect(positions);
         ASSERT_TRUE(progress_until(
             {b.get()}, [&] { return b->rx.size() == 2; }, 5000))
             << "received " << b->rx.size();
     }
     EXPECT_EQ(std::string(b->rx[0].bytes.begin(), b->rx[0].bytes.end()), "before");
     EXPECT_EQ(std::string(b->rx[1].bytes.begin(), b->rx[1].bytes.end()), "after");
-    EXPECT_EQ(shm::get_stats(*b->tl)->dead_reservations, 1U);
+    EXPECT_EQ(shm::get_stats(*b->tl)->dead_reservations, positions);
     ASSERT_TRUE(progress_until({b.get()}, [&] { return b->failed.size() == 1; }));
     EXPECT_EQ(b->failed[0].conn, invalid_id);
-    // The FIFO keeps working across laps, and the dead slot is reused.
+    // The FIFO keeps working across laps (singles and pairs), and the dead
+    // slot is reused.
+    std::vector<std::uint8_t> m(shm::max_pair, 0x3c);
     for (int i = 0; i < 20; ++i) {
-        ASSERT_EQ(send_short(*a, c, 1, &i, sizeof(i), nullptr, 0), status::ok);
+        const std::size_t len = i % 2 == 0 ? sizeof(i) : shm::max_pair;
+        std::memcpy(m.data(), &i, sizeof(i));
+        ASSERT_EQ(send_short(*a, c, 1, m.data(), sizeof(i), m.data() + sizeof(i), len - sizeof(i)),
+                  status::ok);
         ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 3U + i; }));
+        EXPECT_EQ(b->rx.back().bytes.size(), len);
     }
     ASSERT_TRUE(
         progress_until({b.get()}, [&] { return shm::get_stats(*b->tl)->slots_released == 1; }));
+}
+
+TEST(shm, sender_dead_after_reserving_does_not_wedge_the_fifo)
+{
+    dead_reservation_is_skipped(false);
+}
+
+TEST(shm, sender_dead_after_reserving_a_pair_does_not_wedge_the_fifo)
+{
+    dead_reservation_is_skipped(true);
 }
 
 TEST(shm, closed_receiver_fails_sends)
