@@ -225,7 +225,7 @@ fi
 # pml weft (netmod/pml_weft*.c): Open MPI's PML over weft, no pml cm. The
 # point-to-point programs, MPI_THREAD_MULTIPLE, and the collectives both
 # through coll weft and through Open MPI's own (tuned, basic: every
-# collective's messages through the PML), on 2 and 4 ranks.
+# collective's messages through the PML), on 2 and 4 ranks; mpi_osc on 2.
 if [ -f "$build/.libs/mca_pml_weft.so" ]; then
     use_pml
     for np in 2 4; do
@@ -235,6 +235,10 @@ if [ -f "$build/.libs/mca_pml_weft.so" ]; then
         run mpi_coll "$np"
         run mpi_coll "$np" --mca coll ^weft
     done
+    # One-sided over pml weft: osc weft named (its priority is high only over
+    # mtl weft), and Open MPI's own osc (rdma, sm).
+    run mpi_osc 2 --mca osc weft
+    run mpi_osc 2
     # Its deferred queue, through its configuration parameter.
     pml_config="TRANSPORTS=${WEFT_TRANSPORTS:-self,shm},TX_SIZE=8"
     if run mpi_many 2 --mca pml_weft_config "$pml_config"; then
