@@ -26,6 +26,7 @@ usage: perf/mpi/compare.sh [options]
                      (ob1 + vader with osc sm: one-sided, MPI_Win_allocate only)
   --reps N           repetitions per backend (default 10, at least 10)
   --quick            fewer sizes (still interleaved, still 10 reps)
+  --sizes LIST       these sizes for every benchmark (mpi_bench -s syntax, e.g. 8,48,64,128)
   --np N             ranks (default 2; mbw and rate use N/2 pairs; one-sided: 2)
   --csv FILE         write rows benchmark,size,backend,min,median (latency us,
                      bandwidth MB/s, rate messages/s) to FILE
@@ -64,6 +65,7 @@ sync=flush
 win=allocate
 reps=10
 quick=0
+sizes_opt=""
 np=2
 csv=""
 out="mpi-results"
@@ -78,6 +80,7 @@ while [ $# -gt 0 ]; do
         --win) [ $# -ge 2 ] || die "--win needs allocate or create"; win="$2"; shift 2 ;;
         --reps) [ $# -ge 2 ] || die "--reps needs a number"; reps="$2"; shift 2 ;;
         --quick) quick=1; shift ;;
+        --sizes) [ $# -ge 2 ] || die "--sizes needs a list"; sizes_opt="$2"; shift 2 ;;
         --np) [ $# -ge 2 ] || die "--np needs a number"; np="$2"; shift 2 ;;
         --csv) [ $# -ge 2 ] || die "--csv needs a file"; csv="$2"; shift 2 ;;
         --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
@@ -220,6 +223,10 @@ bench_args() {
 
 sizes_for() {
     case "$1" in fop_lat|cas_lat) echo 8; return ;; esac
+    if [ -n "$sizes_opt" ]; then
+        echo "$sizes_opt"
+        return
+    fi
     if [ "$quick" = 1 ]; then
         case "$1" in
             lat|put_lat|get_lat|acc_lat) echo "1,8,64,512,4k,16k,64k,1m" ;;
