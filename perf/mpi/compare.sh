@@ -22,8 +22,10 @@ usage: perf/mpi/compare.sh [options]
   --sync MODE        one-sided synchronisation: lock, flush (default, as OSU),
                      flush_local, lock_all, fence, pscw
   --win KIND         one-sided windows: allocate (MPI_Win_allocate, default) or create
-  --backend LIST     backends in launch order (default weft,ucx,vader); also sm
-                     (ob1 + vader with osc sm: one-sided, MPI_Win_allocate only)
+  --backend LIST     backends in launch order (default weft,ucx,vader); also pml
+                     (pml weft: Open MPI's point-to-point straight over weft,
+                     docs/mpi.md) and sm (ob1 + vader with osc sm: one-sided,
+                     MPI_Win_allocate only)
   --reps N           repetitions per backend (default 10, at least 10)
   --quick            fewer sizes (still interleaved, still 10 reps)
   --sizes LIST       these sizes for every benchmark (mpi_bench -s syntax, e.g. 8,48,64,128)
@@ -44,7 +46,8 @@ Arguments after -- go to mpi_bench (e.g. -- --window 128).
 Environment: MPIRUN (default mpirun), WEFT_MTL_DIR (directory of mca_mtl_weft.so;
 default: the build tree's .libs next to mpi_bench), WEFT_OSC_DIR (directory of
 mca_osc_weft.so; default WEFT_MTL_DIR).
-Backends: weft = pml cm + mtl weft (+ osc weft), ucx = pml ucx (+ osc ucx),
+Backends: weft = pml cm + mtl weft (+ osc weft), pml = pml weft (+ osc weft),
+ucx = pml ucx (+ osc ucx),
 vader = pml ob1 + btl vader,self (+ osc rdma), sm = vader's with osc sm.
 EOF
 }
@@ -131,10 +134,10 @@ if [ "$any_rma" = 1 ] && [ "$np" -ne 2 ]; then
     die "the one-sided benchmarks run on exactly 2 ranks (--np 2)"
 fi
 for b in "${backend_list[@]}"; do
-    case "$b" in weft|ucx|vader) ;; before) [ -n "$before_dir" ] || die "backend before needs --before DIR" ;;
+    case "$b" in weft|pml|ucx|vader) ;; before) [ -n "$before_dir" ] || die "backend before needs --before DIR" ;;
         sm) [ "$any_p2p" = 0 ] || die "backend sm (osc sm) is for the one-sided benchmarks only"
             [ "$win" = allocate ] || die "backend sm: osc sm supports MPI_Win_allocate windows only (--win allocate)" ;;
-        *) die "unknown backend '$b' (weft, before, ucx, vader, sm)" ;; esac
+        *) die "unknown backend '$b' (weft, pml, before, ucx, vader, sm)" ;; esac
 done
 
 # ------------------------------------------------------------------ find the programs
@@ -161,7 +164,10 @@ bench_bin=$(cd "$(dirname "$bench_bin")" && pwd)/$(basename "$bench_bin")
 mtl_dir=${WEFT_MTL_DIR:-$(dirname "$bench_bin")/../../.libs}
 osc_dir=${WEFT_OSC_DIR:-$mtl_dir}
 weft_path="$mtl_dir"
-if [[ " ${backend_list[*]} " == *" weft "* ]]; then
+if [[ " ${backend_list[*]} " == *" pml "* ]]; then
+    [ -f "$mtl_dir/mca_pml_weft.so" ] || die "mca_pml_weft.so not in $mtl_dir (set WEFT_MTL_DIR)"
+fi
+if [[ " ${backend_list[*]} " == *" weft "* ]] || [[ " ${backend_list[*]} " == *" pml "* ]]; then
     [ -f "$mtl_dir/mca_mtl_weft.so" ] || die "mca_mtl_weft.so not in $mtl_dir (set WEFT_MTL_DIR)"
     mtl_dir=$(cd "$mtl_dir" && pwd)
     weft_path="$mtl_dir"
@@ -197,6 +203,7 @@ backend_args() {
     if is_rma "$2"; then
         case "$1" in
             weft|before|sm) osc="--mca osc $1" ;;
+            pml) osc="--mca osc weft" ;;
             # Debian's openmpi-mca-params.conf has osc = ^ucx,pt2pt; a
             # command-line --mca osc overrides that file.
             ucx) osc="--mca osc ucx" ;;
@@ -206,6 +213,7 @@ backend_args() {
     fi
     case "$1" in
         weft) echo "--mca mca_base_component_path $weft_path:$ompi_dir --mca pml cm --mca mtl weft $osc" ;;
+        pml) echo "--mca mca_base_component_path $weft_path:$ompi_dir --mca pml weft $osc" ;;
         before) echo "--mca mca_base_component_path $before_dir:$ompi_dir --mca pml cm --mca mtl weft $osc" ;;
         # Debian disables pml ucx by default, and without RDMA devices Open MPI
         # 4.1 refuses it unless told any transport and device will do.
@@ -339,19 +347,21 @@ awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" '
         title["cas_lat"] = "cas_lat: MPI_Compare_and_swap (64-bit) latency" os ", us, lower is better"
         title["put_bw"] = "put_bw: MPI_Put bandwidth, window 64" os ", MB/s, higher is better"
         title["get_bw"] = "get_bw: MPI_Get bandwidth, window 64" os ", MB/s, higher is better"
-        nall = split("weft before ucx vader sm", all, " ")
+        nall = split("weft pml before ucx vader sm", all, " ")
         for (i = 1; i <= nb; i++) {
             b = benches[i]
             printf "\n# %s\n", title[b]
             others = ""
-            for (j = 3; j <= nall; j++) if (have[b, all[j]]) others = others (others == "" ? "" : ", ") all[j]
+            for (j = 4; j <= nall; j++) if (have[b, all[j]]) others = others (others == "" ? "" : ", ") all[j]
             nother = split(others, tmp, ", ")
             printf "# best = %s of %d reps%s%s\n", low(b) ? "min" : "max", reps, \
                 (have[b, "weft"] && nother > 0 ? "; ratio = weft / " (nother > 1 ? "the best of " : "") others : ""), \
-                (have[b, "before"] ? "; vs.before = weft / before" : "")
+                (have[b, "before"] ? "; vs.before = weft / before" : "") \
+                (have[b, "pml"] && nother > 0 ? "; pml.ratio = pml / the same" : "")
             printf "%9s", "size"
             for (j = 1; j <= nall; j++) if (have[b, all[j]]) printf " %12s %12s", all[j] ".best", all[j] ".median"
             if (have[b, "weft"] && nother > 0) printf " %10s %12s", "ratio.best", "ratio.median"
+            if (have[b, "pml"] && nother > 0) printf " %14s %16s", "pml.ratio.best", "pml.ratio.median"
             if (have[b, "weft"] && have[b, "before"]) printf " %16s %18s", "vs.before.best", "vs.before.median"
             printf "\n"
             ns = split(order[b], sz, " ")
@@ -359,9 +369,9 @@ awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" '
                 z = sz[s]
                 printf "%9s", z
                 for (j = 1; j <= nall; j++) if (have[b, all[j]]) printf " %12.4g %12.4g", best(b, z, all[j]), md[b, z, all[j]]
-                if (have[b, "weft"] && nother > 0) {
-                    ob = ""; om = ""
-                    for (j = 3; j <= nall; j++) {
+                ob = ""; om = ""
+                if (nother > 0) {
+                    for (j = 4; j <= nall; j++) {
                         be = all[j]
                         if (!have[b, be] || !((b, z, be) in md)) continue
                         x = best(b, z, be); y = md[b, z, be]
@@ -373,9 +383,16 @@ awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" '
                             if (om == "" || y > om) om = y
                         }
                     }
+                }
+                if (have[b, "weft"] && nother > 0) {
                     rb = ob > 0 ? best(b, z, "weft") / ob : 0
                     rm = om > 0 ? md[b, z, "weft"] / om : 0
                     printf " %10.3f %12.3f", rb, rm
+                }
+                if (have[b, "pml"] && nother > 0) {
+                    rb = ob > 0 ? best(b, z, "pml") / ob : 0
+                    rm = om > 0 ? md[b, z, "pml"] / om : 0
+                    printf " %14.3f %16.3f", rb, rm
                 }
                 if (have[b, "weft"] && have[b, "before"]) {
                     xb = best(b, z, "before"); xm = md[b, z, "before"]
