@@ -487,8 +487,9 @@ static void mtl_weft_recv_complete(mtl_weft_request_t *req, uint64_t wtag, size_
             mtl_weft_recv_finish(req);
             return;
         }
-        req->ack_tag = OMPI_WEFT_ACK_BIT | ompi_weft_tag(req->comm->c_contextid, req->comm->c_my_rank,
-                                                       ompi_weft_tag_mpi_tag(wtag));
+        req->ack_tag =
+            OMPI_WEFT_ACK_BIT | ompi_weft_tag(req->comm->c_contextid, req->comm->c_my_rank,
+                                              ompi_weft_tag_mpi_tag(wtag));
         req->post = mtl_weft_post_ack;
         rc = mtl_weft_start(req);
         if (0 != rc) {

@@ -532,9 +532,8 @@ static int pml_weft_pack(opal_convertor_t *conv, void *dst, size_t len)
  *         OMPI_ERR_BUFFER: no room in the attached buffer)
  */
 static int pml_weft_send_slow(struct pml_weft_xfer *x, const void *buf, size_t count,
-                              ompi_datatype_t *dt, int dst, int tag,
-                              mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm,
-                              weft_addr_t peer)
+                              ompi_datatype_t *dt, int dst, int tag, mca_pml_base_send_mode_t mode,
+                              struct ompi_communicator_t *comm, weft_addr_t peer)
 {
     const bool sync = MCA_PML_BASE_SEND_SYNCHRONOUS == mode;
     const bool buffered = MCA_PML_BASE_SEND_BUFFERED == mode;
@@ -662,8 +661,8 @@ static int pml_weft_bsend(const void *buf, size_t count, ompi_datatype_t *dt, in
     }
     req->detached = true;
     req->refs = 1; /* the operation only: nobody holds a handle */
-    int rc = pml_weft_send_slow(&req->x, buf, count, dt, dst, tag, MCA_PML_BASE_SEND_BUFFERED,
-                                comm, peer);
+    int rc = pml_weft_send_slow(&req->x, buf, count, dt, dst, tag, MCA_PML_BASE_SEND_BUFFERED, comm,
+                                peer);
     if (0 != rc) {
         pml_weft_request_release(req);
         return PML_WEFT_SENT == rc ? OMPI_SUCCESS : rc;
@@ -671,8 +670,8 @@ static int pml_weft_bsend(const void *buf, size_t count, ompi_datatype_t *dt, in
     return OMPI_SUCCESS;
 }
 
-int pml_weft_send(const void *buf, size_t count, struct ompi_datatype_t *datatype, int dst,
-                  int tag, mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm)
+int pml_weft_send(const void *buf, size_t count, struct ompi_datatype_t *datatype, int dst, int tag,
+                  mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm)
 {
     weft_addr_t peer;
     int rc = pml_weft_peer_addr(comm, dst, &peer);
@@ -1033,9 +1032,8 @@ int pml_weft_isend_init(const void *buf, size_t count, struct ompi_datatype_t *d
     return OMPI_SUCCESS;
 }
 
-int pml_weft_irecv_init(void *buf, size_t count, struct ompi_datatype_t *datatype, int src,
-                        int tag, struct ompi_communicator_t *comm,
-                        struct ompi_request_t **request)
+int pml_weft_irecv_init(void *buf, size_t count, struct ompi_datatype_t *datatype, int src, int tag,
+                        struct ompi_communicator_t *comm, struct ompi_request_t **request)
 {
     pml_weft_request_t *req = pml_weft_request_get(comm, true);
     if (OPAL_UNLIKELY(NULL == req)) {
@@ -1236,8 +1234,7 @@ int pml_weft_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *mat
     return OMPI_SUCCESS;
 }
 
-int pml_weft_probe(int src, int tag, struct ompi_communicator_t *comm,
-                   ompi_status_public_t *status)
+int pml_weft_probe(int src, int tag, struct ompi_communicator_t *comm, ompi_status_public_t *status)
 {
     for (;;) {
         int matched = 0;

@@ -77,12 +77,12 @@ enum {
  * blocking MPI_Send / MPI_Recv / MPI_Mrecv (no request object at all).
  */
 struct pml_weft_xfer {
-    struct pml_weft_op op;  /**< the send or the receive */
-    struct pml_weft_op ack; /**< MPI_Ssend: the receive of the acknowledgement */
-    uint8_t kind;           /**< enum pml_weft_kind */
-    uint8_t flags;          /**< PML_WEFT_X_* */
-    bool posted;            /**< receive: handed to weft; Ssend: acknowledgement receive posted */
-    volatile bool done;     /**< blocking: finished, the caller may return */
+    struct pml_weft_op op;    /**< the send or the receive */
+    struct pml_weft_op ack;   /**< MPI_Ssend: the receive of the acknowledgement */
+    uint8_t kind;             /**< enum pml_weft_kind */
+    uint8_t flags;            /**< PML_WEFT_X_* */
+    bool posted;              /**< receive: handed to weft; Ssend: acknowledgement receive posted */
+    volatile bool done;       /**< blocking: finished, the caller may return */
     volatile int32_t pending; /**< send: events still to come (posting, send done, ack) */
     void *bounce;             /**< packed copy of a non-contiguous buffer (or the Bsend copy) */
     void *buf;                /**< what is handed to weft */
@@ -114,11 +114,11 @@ struct pml_weft_xfer {
  * its handle; each MPI_Start adds the operation's.
  */
 typedef struct pml_weft_request {
-    ompi_request_t ompi;     /**< first: what Open MPI sees */
-    struct pml_weft_xfer x;  /**< the transfer */
-    volatile int32_t refs;   /**< the handle and the operation in flight (above) */
-    bool persistent_send;    /**< persistent: a send (else a receive) */
-    bool detached;           /**< buffered send: nobody waits; released at completion */
+    ompi_request_t ompi;    /**< first: what Open MPI sees */
+    struct pml_weft_xfer x; /**< the transfer */
+    volatile int32_t refs;  /**< the handle and the operation in flight (above) */
+    bool persistent_send;   /**< persistent: a send (else a receive) */
+    bool detached;          /**< buffered send: nobody waits; released at completion */
     struct ompi_communicator_t *comm_ref; /**< retained communicator, released with the request */
     ompi_datatype_t *dt_ref;              /**< retained datatype, released with the request */
     /** Persistent requests: the arguments of MPI_Send_init / MPI_Recv_init. */
@@ -134,11 +134,11 @@ OBJ_CLASS_DECLARATION(pml_weft_request_t);
 
 /** A probe (on the stack) or a matched probe (allocated; lives until its mrecv completes). */
 struct pml_weft_probe {
-    struct pml_weft_op op;      /**< first; for a matched probe its ctx names the claimed message */
-    volatile int state;         /**< 0 in flight, 1 found, 2 nothing */
-    int error;                  /**< MPI error */
-    uint64_t tag;               /**< tag of the message found */
-    size_t len;                 /**< its length */
+    struct pml_weft_op op; /**< first; for a matched probe its ctx names the claimed message */
+    volatile int state;    /**< 0 in flight, 1 found, 2 nothing */
+    int error;             /**< MPI error */
+    uint64_t tag;          /**< tag of the message found */
+    size_t len;            /**< its length */
     struct pml_weft_xfer *mrecv; /**< the transfer receiving the message */
 };
 
@@ -199,9 +199,8 @@ void pml_weft_request_construct(pml_weft_request_t *req);
 void pml_weft_request_destruct(pml_weft_request_t *req);
 void pml_weft_completed_send_init(ompi_request_t *req);
 
-int pml_weft_irecv_init(void *buf, size_t count, struct ompi_datatype_t *datatype, int src,
-                        int tag, struct ompi_communicator_t *comm,
-                        struct ompi_request_t **request);
+int pml_weft_irecv_init(void *buf, size_t count, struct ompi_datatype_t *datatype, int src, int tag,
+                        struct ompi_communicator_t *comm, struct ompi_request_t **request);
 int pml_weft_irecv(void *buf, size_t count, struct ompi_datatype_t *datatype, int src, int tag,
                    struct ompi_communicator_t *comm, struct ompi_request_t **request);
 int pml_weft_recv(void *buf, size_t count, struct ompi_datatype_t *datatype, int src, int tag,
@@ -212,8 +211,8 @@ int pml_weft_isend_init(const void *buf, size_t count, struct ompi_datatype_t *d
 int pml_weft_isend(const void *buf, size_t count, struct ompi_datatype_t *datatype, int dst,
                    int tag, mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm,
                    struct ompi_request_t **request);
-int pml_weft_send(const void *buf, size_t count, struct ompi_datatype_t *datatype, int dst,
-                  int tag, mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm);
+int pml_weft_send(const void *buf, size_t count, struct ompi_datatype_t *datatype, int dst, int tag,
+                  mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm);
 int pml_weft_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
                     ompi_status_public_t *status);
 int pml_weft_probe(int src, int tag, struct ompi_communicator_t *comm,
