@@ -82,7 +82,7 @@ OMPI_DECLSPEC int ompi_osc_base_get_primitive_type_info(ompi_datatype_t *datatyp
 
 typedef struct {
     ompi_osc_base_component_t super;
-    int priority;       /* when pml cm runs over mtl weft */
+    int priority;       /* when pml weft, or pml cm over mtl weft, runs */
     int priority_other; /* otherwise (selected with --mca osc weft) */
     int verbose;
     int max_attach;
@@ -141,8 +141,9 @@ static int osc_weft_register(void)
 {
     mca_base_component_t *v = &C->super.osc_version;
     mca_base_component_var_register(v, "priority",
-                                    "Priority of osc weft when Open MPI runs over the weft MTL "
-                                    "(osc rdma's is 101, osc ucx's 60: above them)",
+                                    "Priority of osc weft when Open MPI runs over weft (pml weft, "
+                                    "or pml cm over mtl weft; osc rdma's is 101, osc ucx's 60: "
+                                    "above them)",
                                     MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
                                     MCA_BASE_VAR_SCOPE_READONLY, &C->priority);
     mca_base_component_var_register(v, "priority_other",
@@ -279,11 +280,13 @@ static int osc_weft_finalize(void)
 }
 
 /* Is Open MPI running its point-to-point traffic over the weft MTL? */
+/* Point-to-point runs over weft: pml weft, or pml cm over mtl weft. */
 static int osc_weft_over_mtl(void)
 {
-    return 0 == strcmp(mca_pml_base_selected_component.pmlm_version.mca_component_name, "cm") &&
-           NULL != ompi_mtl_base_selected_component &&
-           0 == strcmp(ompi_mtl_base_selected_component->mtl_version.mca_component_name, "weft");
+    const char *pml = mca_pml_base_selected_component.pmlm_version.mca_component_name;
+    return 0 == strcmp(pml, "weft") ||
+           (0 == strcmp(pml, "cm") && NULL != ompi_mtl_base_selected_component &&
+            0 == strcmp(ompi_mtl_base_selected_component->mtl_version.mca_component_name, "weft"));
 }
 
 /* ------------------------------------------------------------------ window state */

@@ -152,19 +152,24 @@ fi
 # component prints "osc weft: window on rank R (FLAVOR)" for every window it
 # makes (R: the rank in the window's communicator); every rank must have
 # printed at least one (mpi_osc makes 19 windows a rank).
+# check_osc_windows NP: every rank of the last run printed a window line.
+check_osc_windows() {
+    local np=$1 windows r
+    windows=$(grep -c "osc weft: window on rank" "$log")
+    for ((r = 0; r < np; r++)); do
+        if ! grep -q "osc weft: window on rank $r (" "$log"; then
+            echo "FAIL: osc weft made no window on rank $r of $np in mpi_osc" \
+                "($windows lines in all); its lines:"
+            grep "osc weft" "$log" | head -n 20 | sed 's/^/    /'
+            failed=$((failed + 1))
+            return 1
+        fi
+    done
+}
 if [ -f "$build/.libs/mca_osc_weft.so" ]; then
     for np in 2 4; do
         if run mpi_osc "$np" --mca osc weft --mca osc_weft_verbose 1; then
-            windows=$(grep -c "osc weft: window on rank" "$log")
-            for ((r = 0; r < np; r++)); do
-                if ! grep -q "osc weft: window on rank $r (" "$log"; then
-                    echo "FAIL: osc weft made no window on rank $r of $np in mpi_osc" \
-                        "($windows lines in all); its lines:"
-                    grep "osc weft" "$log" | head -n 20 | sed 's/^/    /'
-                    failed=$((failed + 1))
-                    break
-                fi
-            done
+            check_osc_windows "$np"
         fi
     done
     # The component's other ways. Accumulates: by default under the target's
@@ -235,10 +240,12 @@ if [ -f "$build/.libs/mca_pml_weft.so" ]; then
         run mpi_coll "$np"
         run mpi_coll "$np" --mca coll ^weft
     done
-    # One-sided over pml weft: osc weft named (its priority is high only over
-    # mtl weft), and Open MPI's own osc (rdma, sm).
-    run mpi_osc 2 --mca osc weft
-    run mpi_osc 2
+    # One-sided over pml weft: osc weft chosen by its priority, no osc named
+    # (every rank must print its window lines), and Open MPI's own (rdma, sm).
+    if run mpi_osc 2 --mca osc_weft_verbose 1; then
+        check_osc_windows 2
+    fi
+    run mpi_osc 2 --mca osc ^weft
     # Its deferred queue, through its configuration parameter.
     pml_config="TRANSPORTS=${WEFT_TRANSPORTS:-self,shm},TX_SIZE=8"
     if run mpi_many 2 --mca pml_weft_config "$pml_config"; then
