@@ -577,8 +577,13 @@ status shm_iface::send_pair(conn_id conn, am_word am, const void *hdr, std::size
     // The body is header then payload, cut at max_inline: the first cell's data,
     // then the second cell from its byte pair_tail_offset (its seq stays).
     alignas(16) std::uint8_t body[max_pair];
-    std::memcpy(body, hdr, hdr_len);
-    std::memcpy(body + hdr_len, payload, len);
+    // Either part may be empty with a null pointer (no memcpy from null).
+    if (hdr_len != 0) {
+        std::memcpy(body, hdr, hdr_len);
+    }
+    if (len != 0) {
+        std::memcpy(body + hdr_len, payload, len);
+    }
     std::memcpy(c->data, body, max_inline);
     base::copy_small(reinterpret_cast<std::uint8_t *>(c + 1) + pair_tail_offset, body + max_inline,
                      total - max_inline);
