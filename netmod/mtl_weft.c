@@ -156,7 +156,7 @@ int mtl_weft_progress(void)
         mtl_weft_flush_deferred();
     }
     for (;;) {
-        ssize_t n = weft_cq_read(mtl_weft.cq, e, MTL_WEFT_CQ_BATCH);
+        ssize_t n = weft_cq_read(mtl_weft.w.cq, e, MTL_WEFT_CQ_BATCH);
         if (OPAL_LIKELY(n > 0)) {
             for (ssize_t i = 0; i < n; ++i) {
                 struct mtl_weft_op *op = (struct mtl_weft_op *)e[i].op_context;
@@ -170,7 +170,7 @@ int mtl_weft_progress(void)
             break;
         } else if (-WEFT_EAVAIL == n) {
             struct weft_cq_err_entry err;
-            if (1 == weft_cq_readerr(mtl_weft.cq, &err, 0) && NULL != err.op_context) {
+            if (1 == weft_cq_readerr(mtl_weft.w.cq, &err, 0) && NULL != err.op_context) {
                 struct mtl_weft_op *op = (struct mtl_weft_op *)err.op_context;
                 op->fail(op, &err);
                 ++count;
@@ -242,21 +242,21 @@ static int mtl_weft_post_send(mtl_weft_request_t *req)
 {
     ssize_t rc;
     if (OPAL_UNLIKELY(0 != req->ack_tag) && !req->posted) {
-        rc = weft_trecv(mtl_weft.ep, NULL, 0, NULL, WEFT_ADDR_UNSPEC, req->ack_tag, 0,
+        rc = weft_trecv(mtl_weft.w.ep, NULL, 0, NULL, WEFT_ADDR_UNSPEC, req->ack_tag, 0,
                         &req->ack.ctx);
         if (0 != rc) {
             return (int)rc;
         }
         req->posted = true; /* the acknowledgement receive is posted */
     }
-    if (req->length <= mtl_weft.inject_size) {
-        rc = weft_tinject(mtl_weft.ep, req->buf, req->length, req->peer, req->wtag);
+    if (req->length <= mtl_weft.w.inject_size) {
+        rc = weft_tinject(mtl_weft.w.ep, req->buf, req->length, req->peer, req->wtag);
         if (OPAL_LIKELY(0 == rc)) {
             mtl_weft_send_event(req); /* the buffer is reusable: the send is done */
         }
         return (int)rc;
     }
-    return (int)weft_tsend(mtl_weft.ep, req->buf, req->length, NULL, req->peer, req->wtag,
+    return (int)weft_tsend(mtl_weft.w.ep, req->buf, req->length, NULL, req->peer, req->wtag,
                            &req->op.ctx);
 }
 
@@ -273,7 +273,7 @@ static void mtl_weft_withdraw_ack(mtl_weft_request_t *req)
     req->pending = 1; /* only the canceled acknowledgement is still to come */
     req->blocking = true;
     req->complete = false;
-    if (0 == weft_cancel(mtl_weft.ep, &req->ack.ctx)) {
+    if (0 == weft_cancel(mtl_weft.w.ep, &req->ack.ctx)) {
         while (!mtl_weft_is_complete(req)) {
             mtl_weft_progress();
         }
@@ -328,18 +328,18 @@ static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    if (OPAL_UNLIKELY(length > mtl_weft.max_msg_size)) {
+    if (OPAL_UNLIKELY(length > mtl_weft.w.max_msg_size)) {
         opal_output(0, "mtl weft: a %zu-byte message is larger than weft's limit (%zu bytes)",
-                    length, mtl_weft.max_msg_size);
+                    length, mtl_weft.w.max_msg_size);
         if (free_after) {
             free(start);
         }
         return OMPI_ERR_NOT_SUPPORTED;
     }
     const uint64_t wtag = ompi_weft_tag(comm->c_contextid, comm->c_my_rank, tag);
-    if (OPAL_LIKELY(MCA_PML_BASE_SEND_SYNCHRONOUS != mode && length <= mtl_weft.inject_size &&
+    if (OPAL_LIKELY(MCA_PML_BASE_SEND_SYNCHRONOUS != mode && length <= mtl_weft.w.inject_size &&
                     !mtl_weft_have_deferred())) {
-        ssize_t wrc = weft_tinject(mtl_weft.ep, start, length, peer, wtag);
+        ssize_t wrc = weft_tinject(mtl_weft.w.ep, start, length, peer, wtag);
         if (OPAL_LIKELY(0 == wrc)) {
             if (OPAL_UNLIKELY(free_after)) {
                 free(start);
@@ -447,7 +447,7 @@ static void mtl_weft_recv_finish(mtl_weft_request_t *req)
 /** Send the acknowledgement of a synchronous message, then complete the receive. */
 static int mtl_weft_post_ack(mtl_weft_request_t *req)
 {
-    ssize_t rc = weft_tinject(mtl_weft.ep, NULL, 0, req->peer, req->ack_tag);
+    ssize_t rc = weft_tinject(mtl_weft.w.ep, NULL, 0, req->peer, req->ack_tag);
     if (OPAL_LIKELY(0 == rc)) {
         mtl_weft_recv_finish(req);
     }
@@ -531,7 +531,7 @@ static void mtl_weft_recv_fail(struct mtl_weft_op *op, const struct weft_cq_err_
 static int mtl_weft_post_recv(mtl_weft_request_t *req)
 {
     req->posted = true; /* before: the completion may be read by another thread at once */
-    ssize_t rc = weft_trecv(mtl_weft.ep, req->buf, req->length, NULL, WEFT_ADDR_UNSPEC, req->wtag,
+    ssize_t rc = weft_trecv(mtl_weft.w.ep, req->buf, req->length, NULL, WEFT_ADDR_UNSPEC, req->wtag,
                             req->ignore, &req->op.ctx);
     if (OPAL_UNLIKELY(0 != rc)) {
         req->posted = false;
@@ -658,7 +658,7 @@ static int mtl_weft_peek(struct ompi_communicator_t *comm, int src, int tag, uin
         .data = 0,
     };
     ssize_t rc;
-    while (-WEFT_EAGAIN == (rc = weft_trecvmsg(mtl_weft.ep, &msg, flags))) {
+    while (-WEFT_EAGAIN == (rc = weft_trecvmsg(mtl_weft.w.ep, &msg, flags))) {
     }
     if (OPAL_UNLIKELY(0 != rc)) {
         mtl_weft_log_call("weft_trecvmsg (WEFT_PEEK)", rc);
@@ -779,7 +779,7 @@ int mtl_weft_imrecv(struct mca_mtl_base_module_t *mtl, struct opal_convertor_t *
     };
     req->posted = true;
     ssize_t wrc;
-    while (-WEFT_EAGAIN == (wrc = weft_trecvmsg(mtl_weft.ep, &msg, WEFT_CLAIM))) {
+    while (-WEFT_EAGAIN == (wrc = weft_trecvmsg(mtl_weft.w.ep, &msg, WEFT_CLAIM))) {
     }
     if (OPAL_UNLIKELY(0 != wrc)) {
         mtl_weft_log_call("weft_trecvmsg (WEFT_CLAIM)", wrc);
@@ -840,7 +840,7 @@ int mtl_weft_cancel(struct mca_mtl_base_module_t *mtl, mca_mtl_request_t *mtl_re
         mtl_weft_recv_finish(req);
         return OMPI_SUCCESS;
     }
-    if (0 == weft_cancel(mtl_weft.ep, &req->op.ctx)) {
+    if (0 == weft_cancel(mtl_weft.w.ep, &req->op.ctx)) {
         /* weft has queued the WEFT_ECANCELED completion: deliver it. */
         while (!mtl_weft_is_complete(req)) {
             mtl_weft_progress();

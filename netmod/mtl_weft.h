@@ -98,15 +98,8 @@ struct mtl_weft_probe {
 /** The module: Open MPI's function table plus the weft objects, one per process. */
 typedef struct mtl_weft_module {
     mca_mtl_base_module_t base;
-    weft_fabric_t *fabric;
-    weft_domain_t *domain;
-    weft_cq_t *cq;
-    weft_av_t *av;
-    weft_ep_t *ep;
-    size_t addr_len;      /**< bytes of a weft endpoint address (the modex payload) */
-    size_t inject_size;   /**< sends up to this size use weft_tinject */
-    size_t max_msg_size;  /**< largest message weft carries */
-    bool thread_multiple; /**< MPI_THREAD_MULTIPLE: weft is WEFT_THREAD_SAFE */
+    struct ompi_weft_objs w; /**< endpoint, CQ, AV and their sizes */
+    bool thread_multiple;    /**< MPI_THREAD_MULTIPLE: weft is WEFT_THREAD_SAFE */
     /** Deferred queue and lazy address insertion. Recursive: a completion callback
      * run while the queue is being drained may start a new operation. */
     opal_recursive_mutex_t lock;

@@ -120,132 +120,31 @@ static int mtl_weft_component_query(mca_base_module_t **module, int *priority)
 /** Close whatever of the weft objects is open (init failure and finalize). */
 static int mtl_weft_close_objects(void)
 {
-    int rc = 0, r;
-    if (NULL != mtl_weft.ep && 0 != (r = weft_ep_close(mtl_weft.ep))) {
-        rc = r;
-    }
-    mtl_weft.ep = NULL;
-    if (NULL != mtl_weft.av && 0 != (r = weft_av_close(mtl_weft.av))) {
-        rc = r;
-    }
-    mtl_weft.av = NULL;
-    if (NULL != mtl_weft.cq && 0 != (r = weft_cq_close(mtl_weft.cq))) {
-        rc = r;
-    }
-    mtl_weft.cq = NULL;
-    if (NULL != mtl_weft.domain && 0 != (r = weft_domain_close(mtl_weft.domain))) {
-        rc = r;
-    }
-    mtl_weft.domain = NULL;
-    if (NULL != mtl_weft.fabric && 0 != (r = weft_fabric_close(mtl_weft.fabric))) {
-        rc = r;
-    }
-    mtl_weft.fabric = NULL;
-    return rc;
+    return ompi_weft_objs_close(&mtl_weft.w);
 }
 
 static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threads,
                                                       bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
-    struct weft_info *hints = NULL;
     struct weft_info *info = NULL;
-    weft_config_t *config = NULL;
-    /* The configuration: the environment, then mtl_weft_config's pairs. */
-    const char *step = "weft_config_read";
-    int rc = weft_config_read(&config);
-    if (0 != rc) {
-        goto fail;
-    }
-    step = "mtl_weft_config";
-    if (0 != (rc = ompi_weft_apply_config(config, mca_mtl_weft_component.config,
-                                          "mtl weft: mtl_weft_config"))) {
-        goto fail;
-    }
-    hints = weft_info_alloc();
-    step = "weft_info_alloc";
-    rc = -WEFT_ENOMEM;
-    if (NULL == hints) {
-        goto fail;
-    }
-    hints->caps = WEFT_TAGGED;
-    /* "auto": one endpoint that reaches each peer by its best transport (self,
-     * shm on the node, verbs between nodes). */
-    strncpy(hints->transport, "auto", sizeof(hints->transport) - 1);
-    hints->domain_attr.progress = WEFT_PROGRESS_MANUAL; /* opal_progress drives it */
-    /* MPI_THREAD_MULTIPLE: any thread may call in; otherwise calls are
-     * serialised by the MPI library and weft needs no locks. */
     mtl_weft.thread_multiple = enable_mpi_threads;
-    hints->domain_attr.threading = enable_mpi_threads ? WEFT_THREAD_SAFE : WEFT_THREAD_DOMAIN;
-
-    step = "weft_getinfo";
-    rc = weft_getinfo(WEFT_API_VERSION, hints, config, &info);
+    const char *step = NULL;
+    int rc = ompi_weft_objs_open(&mtl_weft.w, mca_mtl_weft_component.config, "mtl_weft_config",
+                                 enable_mpi_threads, "mtl weft", &info, &step);
     if (0 != rc) {
-        if (enable_mpi_threads) {
-            opal_output(0,
-                        "mtl weft: MPI_THREAD_MULTIPLE was requested and weft offers no "
-                        "thread-safe tagged endpoint (%s); not selecting the weft MTL",
-                        weft_strerror(rc));
-        }
-        goto fail;
-    }
-    step = "weft_fabric_open";
-    if (0 != (rc = weft_fabric_open(info, config, &mtl_weft.fabric))) {
-        goto fail;
-    }
-    step = "weft_domain_open";
-    if (0 != (rc = weft_domain_open(mtl_weft.fabric, info, &mtl_weft.domain))) {
-        goto fail;
-    }
-    struct weft_cq_attr cq_attr = {.size = 0, .format = WEFT_CQ_FORMAT_TAGGED};
-    step = "weft_cq_open";
-    if (0 != (rc = weft_cq_open(mtl_weft.domain, &cq_attr, &mtl_weft.cq))) {
-        goto fail;
-    }
-    step = "weft_av_open";
-    if (0 != (rc = weft_av_open(mtl_weft.domain, NULL, &mtl_weft.av))) {
-        goto fail;
-    }
-    step = "weft_ep_open";
-    if (0 != (rc = weft_ep_open(mtl_weft.domain, info, &mtl_weft.ep, NULL))) {
-        goto fail;
-    }
-    step = "weft_ep_bind_cq";
-    if (0 != (rc = weft_ep_bind_cq(mtl_weft.ep, mtl_weft.cq, WEFT_TRANSMIT | WEFT_RECV))) {
-        goto fail;
-    }
-    step = "weft_ep_bind_av";
-    if (0 != (rc = weft_ep_bind_av(mtl_weft.ep, mtl_weft.av))) {
-        goto fail;
-    }
-    step = "weft_ep_enable";
-    if (0 != (rc = weft_ep_enable(mtl_weft.ep))) {
-        goto fail;
-    }
-
-    size_t len = sizeof(mtl_weft.inject_size);
-    step = "weft_ep_getopt(WEFT_OPT_INJECT_SIZE)";
-    if (0 !=
-        (rc = weft_ep_getopt(mtl_weft.ep, WEFT_OPT_INJECT_SIZE, &mtl_weft.inject_size, &len))) {
-        goto fail;
-    }
-    len = sizeof(mtl_weft.max_msg_size);
-    step = "weft_ep_getopt(WEFT_OPT_MAX_MSG_SIZE)";
-    if (0 !=
-        (rc = weft_ep_getopt(mtl_weft.ep, WEFT_OPT_MAX_MSG_SIZE, &mtl_weft.max_msg_size, &len))) {
         goto fail;
     }
 
     /* Publish our address: peers read it in add_procs (or lazily at first use). */
-    mtl_weft.addr_len = info->addr_len;
-    unsigned char *addr = malloc(mtl_weft.addr_len);
-    size_t addr_len = mtl_weft.addr_len;
+    unsigned char *addr = malloc(mtl_weft.w.addr_len);
+    size_t addr_len = mtl_weft.w.addr_len;
     step = "weft_ep_getname";
     if (NULL == addr) {
         rc = -WEFT_ENOMEM;
         goto fail;
     }
-    if (0 != (rc = weft_ep_getname(mtl_weft.ep, addr, &addr_len))) {
+    if (0 != (rc = weft_ep_getname(mtl_weft.w.ep, addr, &addr_len))) {
         free(addr);
         goto fail;
     }
@@ -274,12 +173,10 @@ static mca_mtl_base_module_t *mtl_weft_component_init(bool enable_progress_threa
                     "inject %zu B, max message %zu B, configuration \"%s\"",
                     (unsigned)OPAL_PROC_MY_NAME.vpid, (int)getpid(), info->transport,
                     enable_mpi_threads ? "safe (MPI_THREAD_MULTIPLE)" : "domain",
-                    mtl_weft.inject_size, mtl_weft.max_msg_size,
+                    mtl_weft.w.inject_size, mtl_weft.w.max_msg_size,
                     NULL != mca_mtl_weft_component.config ? mca_mtl_weft_component.config : "");
     }
     weft_info_free(info);
-    weft_info_free(hints);
-    weft_config_release(config);
     return &mtl_weft.base;
 
 fail:
@@ -291,8 +188,6 @@ fail:
 fail_quiet:
     (void)mtl_weft_close_objects();
     weft_info_free(info);
-    weft_info_free(hints);
-    weft_config_release(config);
     return NULL;
 }
 
@@ -321,16 +216,16 @@ int mtl_weft_add_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct 
             rc = OMPI_ERR_UNREACH;
             break;
         }
-        if (0 == size || size > mtl_weft.addr_len) {
+        if (0 == size || size > mtl_weft.w.addr_len) {
             opal_output(0, "mtl weft: address of %s has %zu bytes, expected 1 to %zu",
-                        OPAL_NAME_PRINT(proc->super.proc_name), size, mtl_weft.addr_len);
+                        OPAL_NAME_PRINT(proc->super.proc_name), size, mtl_weft.w.addr_len);
             free(addr);
             rc = OMPI_ERR_UNREACH;
             break;
         }
         /* An address says its own length (at most weft_info::addr_len): give weft
          * a buffer of that size, so a length it reads never runs past what we hold. */
-        unsigned char *whole = calloc(1, mtl_weft.addr_len);
+        unsigned char *whole = calloc(1, mtl_weft.w.addr_len);
         if (NULL == whole) {
             free(addr);
             rc = OMPI_ERR_OUT_OF_RESOURCE;
@@ -339,7 +234,7 @@ int mtl_weft_add_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct 
         memcpy(whole, addr, size);
         free(addr);
         weft_addr_t wa = WEFT_ADDR_NOTAVAIL;
-        int n = weft_av_insert(mtl_weft.av, whole, 1, &wa, 0);
+        int n = weft_av_insert(mtl_weft.w.av, whole, 1, &wa, 0);
         free(whole);
         if (1 != n || WEFT_ADDR_NOTAVAIL == wa) {
             opal_output(0, "mtl weft: weft_av_insert of %s failed: %s",
@@ -370,7 +265,7 @@ int mtl_weft_del_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct 
         void *ep = procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL];
         if (NULL != ep) {
             weft_addr_t wa = (weft_addr_t)(uintptr_t)ep - 1;
-            (void)weft_av_remove(mtl_weft.av, &wa, 1, 0);
+            (void)weft_av_remove(mtl_weft.w.av, &wa, 1, 0);
             procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL] = NULL;
         }
     }

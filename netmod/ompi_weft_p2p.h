@@ -11,6 +11,7 @@
 #include "ompi_config.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,146 @@ static inline int ompi_weft_apply_config(weft_config_t *config, const char *pair
         item = next;
     }
     free(copy);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the weft objects */
+
+/** One process's weft objects of a point-to-point component: a tagged
+ * endpoint with its CQ and AV (mtl weft and pml weft open them alike). */
+struct ompi_weft_objs {
+    weft_fabric_t *fabric;
+    weft_domain_t *domain;
+    weft_cq_t *cq;
+    weft_av_t *av;
+    weft_ep_t *ep;
+    size_t addr_len;     /**< bytes of a weft endpoint address (the modex payload) */
+    size_t inject_size;  /**< sends up to this size use weft_tinject */
+    size_t max_msg_size; /**< largest message weft carries */
+};
+
+/** Open `o`: the configuration from the environment, then `pairs` (the
+ * value of the component's parameter `param`, "mtl_weft_config"); a tagged
+ * endpoint on transport "auto" (one endpoint that reaches each peer by its
+ * best transport) with manual progress (opal_progress drives it), thread-safe
+ * when `thread_multiple` (any thread may call in; otherwise the MPI library
+ * serialises calls and weft needs no locks). `*info` gets weft_getinfo's
+ * answer, for the caller to free. 0, or a negative WEFT_E* code with `*step`
+ * naming the call that failed; whatever was opened stays in `o` for
+ * ompi_weft_objs_close(). `who` ("mtl weft") starts the one message printed
+ * here. */
+static inline int ompi_weft_objs_open(struct ompi_weft_objs *o, const char *pairs,
+                                      const char *param, bool thread_multiple, const char *who,
+                                      struct weft_info **info, const char **step)
+{
+    struct weft_info *hints = NULL;
+    weft_config_t *config = NULL;
+    *info = NULL;
+    *step = "weft_config_read";
+    int rc = weft_config_read(&config);
+    if (0 != rc) {
+        goto out;
+    }
+    char label[64];
+    snprintf(label, sizeof(label), "%s: %s", who, param);
+    *step = param;
+    if (0 != (rc = ompi_weft_apply_config(config, pairs, label))) {
+        goto out;
+    }
+    *step = "weft_info_alloc";
+    rc = -WEFT_ENOMEM;
+    if (NULL == (hints = weft_info_alloc())) {
+        goto out;
+    }
+    hints->caps = WEFT_TAGGED;
+    strncpy(hints->transport, "auto", sizeof(hints->transport) - 1);
+    hints->domain_attr.progress = WEFT_PROGRESS_MANUAL;
+    hints->domain_attr.threading = thread_multiple ? WEFT_THREAD_SAFE : WEFT_THREAD_DOMAIN;
+    *step = "weft_getinfo";
+    if (0 != (rc = weft_getinfo(WEFT_API_VERSION, hints, config, info))) {
+        if (thread_multiple) {
+            opal_output(0,
+                        "%s: MPI_THREAD_MULTIPLE was requested and weft offers no "
+                        "thread-safe tagged endpoint (%s); not selecting %s",
+                        who, weft_strerror(rc), who);
+        }
+        goto out;
+    }
+    *step = "weft_fabric_open";
+    if (0 != (rc = weft_fabric_open(*info, config, &o->fabric))) {
+        goto out;
+    }
+    *step = "weft_domain_open";
+    if (0 != (rc = weft_domain_open(o->fabric, *info, &o->domain))) {
+        goto out;
+    }
+    struct weft_cq_attr cq_attr = {.size = 0, .format = WEFT_CQ_FORMAT_TAGGED};
+    *step = "weft_cq_open";
+    if (0 != (rc = weft_cq_open(o->domain, &cq_attr, &o->cq))) {
+        goto out;
+    }
+    *step = "weft_av_open";
+    if (0 != (rc = weft_av_open(o->domain, NULL, &o->av))) {
+        goto out;
+    }
+    *step = "weft_ep_open";
+    if (0 != (rc = weft_ep_open(o->domain, *info, &o->ep, NULL))) {
+        goto out;
+    }
+    *step = "weft_ep_bind_cq";
+    if (0 != (rc = weft_ep_bind_cq(o->ep, o->cq, WEFT_TRANSMIT | WEFT_RECV))) {
+        goto out;
+    }
+    *step = "weft_ep_bind_av";
+    if (0 != (rc = weft_ep_bind_av(o->ep, o->av))) {
+        goto out;
+    }
+    *step = "weft_ep_enable";
+    if (0 != (rc = weft_ep_enable(o->ep))) {
+        goto out;
+    }
+    size_t len = sizeof(o->inject_size);
+    *step = "weft_ep_getopt(WEFT_OPT_INJECT_SIZE)";
+    if (0 != (rc = weft_ep_getopt(o->ep, WEFT_OPT_INJECT_SIZE, &o->inject_size, &len))) {
+        goto out;
+    }
+    len = sizeof(o->max_msg_size);
+    *step = "weft_ep_getopt(WEFT_OPT_MAX_MSG_SIZE)";
+    if (0 != (rc = weft_ep_getopt(o->ep, WEFT_OPT_MAX_MSG_SIZE, &o->max_msg_size, &len))) {
+        goto out;
+    }
+    o->addr_len = (*info)->addr_len;
+out:
+    weft_info_free(hints);
+    weft_config_release(config);
+    return rc;
+}
+
+/** Close whatever of `o` is open (init failure and finalize): 0, or the code
+ * of a close that failed. */
+static inline int ompi_weft_objs_close(struct ompi_weft_objs *o)
+{
+    int rc = 0, r;
+    if (NULL != o->ep && 0 != (r = weft_ep_close(o->ep))) {
+        rc = r;
+    }
+    o->ep = NULL;
+    if (NULL != o->av && 0 != (r = weft_av_close(o->av))) {
+        rc = r;
+    }
+    o->av = NULL;
+    if (NULL != o->cq && 0 != (r = weft_cq_close(o->cq))) {
+        rc = r;
+    }
+    o->cq = NULL;
+    if (NULL != o->domain && 0 != (r = weft_domain_close(o->domain))) {
+        rc = r;
+    }
+    o->domain = NULL;
+    if (NULL != o->fabric && 0 != (r = weft_fabric_close(o->fabric))) {
+        rc = r;
+    }
+    o->fabric = NULL;
     return rc;
 }
 

@@ -326,7 +326,7 @@ int pml_weft_progress(void)
         pml_weft_flush_deferred();
     }
     for (;;) {
-        ssize_t n = weft_cq_read(pml_weft.cq, e, PML_WEFT_CQ_BATCH);
+        ssize_t n = weft_cq_read(pml_weft.w.cq, e, PML_WEFT_CQ_BATCH);
         if (OPAL_LIKELY(n > 0)) {
             for (ssize_t i = 0; i < n; ++i) {
                 struct pml_weft_op *op = (struct pml_weft_op *)e[i].op_context;
@@ -340,7 +340,7 @@ int pml_weft_progress(void)
             break;
         } else if (-WEFT_EAVAIL == n) {
             struct weft_cq_err_entry err;
-            if (1 == weft_cq_readerr(pml_weft.cq, &err, 0) && NULL != err.op_context) {
+            if (1 == weft_cq_readerr(pml_weft.w.cq, &err, 0) && NULL != err.op_context) {
                 struct pml_weft_op *op = (struct pml_weft_op *)err.op_context;
                 op->fail(op, &err);
                 ++count;
@@ -421,20 +421,20 @@ static int pml_weft_post_send(struct pml_weft_xfer *x)
 {
     ssize_t rc;
     if (OPAL_UNLIKELY(0 != x->ack_tag) && !x->posted) {
-        rc = weft_trecv(pml_weft.ep, NULL, 0, NULL, WEFT_ADDR_UNSPEC, x->ack_tag, 0, &x->ack.ctx);
+        rc = weft_trecv(pml_weft.w.ep, NULL, 0, NULL, WEFT_ADDR_UNSPEC, x->ack_tag, 0, &x->ack.ctx);
         if (0 != rc) {
             return (int)rc;
         }
         x->posted = true; /* the acknowledgement receive is posted */
     }
-    if (x->length <= pml_weft.inject_size) {
-        rc = weft_tinject(pml_weft.ep, x->buf, x->length, x->peer, x->wtag);
+    if (x->length <= pml_weft.w.inject_size) {
+        rc = weft_tinject(pml_weft.w.ep, x->buf, x->length, x->peer, x->wtag);
         if (OPAL_LIKELY(0 == rc)) {
             pml_weft_send_event(x); /* the buffer is reusable: the send is done */
         }
         return (int)rc;
     }
-    return (int)weft_tsend(pml_weft.ep, x->buf, x->length, NULL, x->peer, x->wtag, &x->op.ctx);
+    return (int)weft_tsend(pml_weft.w.ep, x->buf, x->length, NULL, x->peer, x->wtag, &x->op.ctx);
 }
 
 /**
@@ -450,7 +450,7 @@ static void pml_weft_withdraw_ack(struct pml_weft_xfer *x)
     x->pending = 1; /* only the canceled acknowledgement is still to come */
     x->flags |= PML_WEFT_X_BLOCKING;
     x->done = false;
-    if (0 == weft_cancel(pml_weft.ep, &x->ack.ctx)) {
+    if (0 == weft_cancel(pml_weft.w.ep, &x->ack.ctx)) {
         while (!pml_weft_is_done(x)) {
             pml_weft_progress();
         }
@@ -495,10 +495,11 @@ static inline int pml_weft_send_inject(const void *buf, size_t count, ompi_datat
         return 0;
     }
     const size_t len = dt->super.size * count;
-    if (OPAL_UNLIKELY(len > pml_weft.inject_size || pml_weft_have_deferred())) {
+    if (OPAL_UNLIKELY(len > pml_weft.w.inject_size || pml_weft_have_deferred())) {
         return 0;
     }
-    ssize_t rc = weft_tinject(pml_weft.ep, (const char *)buf + dt->super.true_lb, len, peer, wtag);
+    ssize_t rc =
+        weft_tinject(pml_weft.w.ep, (const char *)buf + dt->super.true_lb, len, peer, wtag);
     if (OPAL_LIKELY(0 == rc)) {
         return PML_WEFT_SENT;
     }
@@ -553,7 +554,7 @@ static int pml_weft_send_slow(struct pml_weft_xfer *x, const void *buf, size_t c
                                                  0, &conv);
         opal_convertor_get_packed_size(&conv, &len);
         void *dstbuf = stack;
-        if (sync || len > sizeof(stack) || len > pml_weft.inject_size) {
+        if (sync || len > sizeof(stack) || len > pml_weft.w.inject_size) {
             dstbuf = bounce = pml_weft_bounce_alloc(buffered, len);
             if (NULL == bounce && len > 0) {
                 OBJ_DESTRUCT(&conv);
@@ -570,9 +571,9 @@ static int pml_weft_send_slow(struct pml_weft_xfer *x, const void *buf, size_t c
         }
         start = dstbuf;
     }
-    if (OPAL_UNLIKELY(len > pml_weft.max_msg_size)) {
+    if (OPAL_UNLIKELY(len > pml_weft.w.max_msg_size)) {
         opal_output(0, "pml weft: a %zu-byte message is larger than weft's limit (%zu bytes)", len,
-                    pml_weft.max_msg_size);
+                    pml_weft.w.max_msg_size);
         if (NULL != bounce) {
             pml_weft_bounce_free(buffered, bounce);
         }
@@ -580,8 +581,8 @@ static int pml_weft_send_slow(struct pml_weft_xfer *x, const void *buf, size_t c
     }
 
     const uint64_t wtag = ompi_weft_tag(comm->c_contextid, comm->c_my_rank, tag);
-    if (!sync && len <= pml_weft.inject_size && !pml_weft_have_deferred()) {
-        ssize_t wrc = weft_tinject(pml_weft.ep, start, len, peer, wtag);
+    if (!sync && len <= pml_weft.w.inject_size && !pml_weft_have_deferred()) {
+        ssize_t wrc = weft_tinject(pml_weft.w.ep, start, len, peer, wtag);
         if (0 == wrc) {
             if (NULL != bounce) {
                 pml_weft_bounce_free(buffered, bounce);
@@ -765,7 +766,7 @@ static void pml_weft_recv_finish(struct pml_weft_xfer *x)
 /** Send the acknowledgement of a synchronous message, then finish the receive. */
 static int pml_weft_post_ack(struct pml_weft_xfer *x)
 {
-    ssize_t rc = weft_tinject(pml_weft.ep, NULL, 0, x->peer, x->ack_tag);
+    ssize_t rc = weft_tinject(pml_weft.w.ep, NULL, 0, x->peer, x->ack_tag);
     if (OPAL_LIKELY(0 == rc)) {
         pml_weft_recv_finish(x);
     }
@@ -849,7 +850,7 @@ static void pml_weft_recv_fail(struct pml_weft_op *op, const struct weft_cq_err_
 static int pml_weft_post_recv(struct pml_weft_xfer *x)
 {
     x->posted = true; /* before: the completion may be read by another thread at once */
-    ssize_t rc = weft_trecv(pml_weft.ep, x->buf, x->length, NULL, WEFT_ADDR_UNSPEC, x->wtag,
+    ssize_t rc = weft_trecv(pml_weft.w.ep, x->buf, x->length, NULL, WEFT_ADDR_UNSPEC, x->wtag,
                             x->ignore, &x->op.ctx);
     if (OPAL_UNLIKELY(0 != rc)) {
         x->posted = false;
@@ -1195,7 +1196,7 @@ static int pml_weft_peek(struct ompi_communicator_t *comm, int src, int tag, uin
         .data = 0,
     };
     ssize_t rc;
-    while (-WEFT_EAGAIN == (rc = weft_trecvmsg(pml_weft.ep, &msg, flags))) {
+    while (-WEFT_EAGAIN == (rc = weft_trecvmsg(pml_weft.w.ep, &msg, flags))) {
     }
     if (OPAL_UNLIKELY(0 != rc)) {
         pml_weft_log_call("weft_trecvmsg (WEFT_PEEK)", rc);
@@ -1333,7 +1334,7 @@ static int pml_weft_claim(struct pml_weft_xfer *x, struct ompi_message_t *messag
     };
     x->posted = true;
     ssize_t rc;
-    while (-WEFT_EAGAIN == (rc = weft_trecvmsg(pml_weft.ep, &msg, WEFT_CLAIM))) {
+    while (-WEFT_EAGAIN == (rc = weft_trecvmsg(pml_weft.w.ep, &msg, WEFT_CLAIM))) {
     }
     if (OPAL_UNLIKELY(0 != rc)) {
         pml_weft_log_call("weft_trecvmsg (WEFT_CLAIM)", rc);
@@ -1428,6 +1429,6 @@ static int pml_weft_request_cancel(ompi_request_t *request, int flag)
     }
     /* 0: the WEFT_ECANCELED completion is queued; -WEFT_ENOENT: already matched,
      * it completes normally and is not canceled. */
-    (void)weft_cancel(pml_weft.ep, &x->op.ctx);
+    (void)weft_cancel(pml_weft.w.ep, &x->op.ctx);
     return OMPI_SUCCESS;
 }

@@ -126,132 +126,31 @@ static int pml_weft_component_close(void)
 /** Close whatever of the weft objects is open (init failure and finalize). */
 static int pml_weft_close_objects(void)
 {
-    int rc = 0, r;
-    if (NULL != pml_weft.ep && 0 != (r = weft_ep_close(pml_weft.ep))) {
-        rc = r;
-    }
-    pml_weft.ep = NULL;
-    if (NULL != pml_weft.av && 0 != (r = weft_av_close(pml_weft.av))) {
-        rc = r;
-    }
-    pml_weft.av = NULL;
-    if (NULL != pml_weft.cq && 0 != (r = weft_cq_close(pml_weft.cq))) {
-        rc = r;
-    }
-    pml_weft.cq = NULL;
-    if (NULL != pml_weft.domain && 0 != (r = weft_domain_close(pml_weft.domain))) {
-        rc = r;
-    }
-    pml_weft.domain = NULL;
-    if (NULL != pml_weft.fabric && 0 != (r = weft_fabric_close(pml_weft.fabric))) {
-        rc = r;
-    }
-    pml_weft.fabric = NULL;
-    return rc;
+    return ompi_weft_objs_close(&pml_weft.w);
 }
 
 static mca_pml_base_module_t *pml_weft_component_init(int *priority, bool enable_progress_threads,
                                                       bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
-    struct weft_info *hints = NULL;
     struct weft_info *info = NULL;
-    weft_config_t *config = NULL;
-    /* The configuration: the environment, then pml_weft_config's pairs. */
-    const char *step = "weft_config_read";
-    int rc = weft_config_read(&config);
-    if (0 != rc) {
-        goto fail;
-    }
-    step = "pml_weft_config";
-    if (0 != (rc = ompi_weft_apply_config(config, mca_pml_weft_component.config,
-                                          "pml weft: pml_weft_config"))) {
-        goto fail;
-    }
-    hints = weft_info_alloc();
-    step = "weft_info_alloc";
-    rc = -WEFT_ENOMEM;
-    if (NULL == hints) {
-        goto fail;
-    }
-    hints->caps = WEFT_TAGGED;
-    /* "auto": one endpoint that reaches each peer by its best transport (self,
-     * shm on the node, verbs between nodes). */
-    strncpy(hints->transport, "auto", sizeof(hints->transport) - 1);
-    hints->domain_attr.progress = WEFT_PROGRESS_MANUAL; /* opal_progress drives it */
-    /* MPI_THREAD_MULTIPLE: any thread may call in; otherwise calls are
-     * serialised by the MPI library and weft needs no locks. */
     pml_weft.thread_multiple = enable_mpi_threads;
-    hints->domain_attr.threading = enable_mpi_threads ? WEFT_THREAD_SAFE : WEFT_THREAD_DOMAIN;
-
-    step = "weft_getinfo";
-    rc = weft_getinfo(WEFT_API_VERSION, hints, config, &info);
+    const char *step = NULL;
+    int rc = ompi_weft_objs_open(&pml_weft.w, mca_pml_weft_component.config, "pml_weft_config",
+                                 enable_mpi_threads, "pml weft", &info, &step);
     if (0 != rc) {
-        if (enable_mpi_threads) {
-            opal_output(0,
-                        "pml weft: MPI_THREAD_MULTIPLE was requested and weft offers no "
-                        "thread-safe tagged endpoint (%s); not selecting pml weft",
-                        weft_strerror(rc));
-        }
-        goto fail;
-    }
-    step = "weft_fabric_open";
-    if (0 != (rc = weft_fabric_open(info, config, &pml_weft.fabric))) {
-        goto fail;
-    }
-    step = "weft_domain_open";
-    if (0 != (rc = weft_domain_open(pml_weft.fabric, info, &pml_weft.domain))) {
-        goto fail;
-    }
-    struct weft_cq_attr cq_attr = {.size = 0, .format = WEFT_CQ_FORMAT_TAGGED};
-    step = "weft_cq_open";
-    if (0 != (rc = weft_cq_open(pml_weft.domain, &cq_attr, &pml_weft.cq))) {
-        goto fail;
-    }
-    step = "weft_av_open";
-    if (0 != (rc = weft_av_open(pml_weft.domain, NULL, &pml_weft.av))) {
-        goto fail;
-    }
-    step = "weft_ep_open";
-    if (0 != (rc = weft_ep_open(pml_weft.domain, info, &pml_weft.ep, NULL))) {
-        goto fail;
-    }
-    step = "weft_ep_bind_cq";
-    if (0 != (rc = weft_ep_bind_cq(pml_weft.ep, pml_weft.cq, WEFT_TRANSMIT | WEFT_RECV))) {
-        goto fail;
-    }
-    step = "weft_ep_bind_av";
-    if (0 != (rc = weft_ep_bind_av(pml_weft.ep, pml_weft.av))) {
-        goto fail;
-    }
-    step = "weft_ep_enable";
-    if (0 != (rc = weft_ep_enable(pml_weft.ep))) {
-        goto fail;
-    }
-
-    size_t len = sizeof(pml_weft.inject_size);
-    step = "weft_ep_getopt(WEFT_OPT_INJECT_SIZE)";
-    if (0 !=
-        (rc = weft_ep_getopt(pml_weft.ep, WEFT_OPT_INJECT_SIZE, &pml_weft.inject_size, &len))) {
-        goto fail;
-    }
-    len = sizeof(pml_weft.max_msg_size);
-    step = "weft_ep_getopt(WEFT_OPT_MAX_MSG_SIZE)";
-    if (0 !=
-        (rc = weft_ep_getopt(pml_weft.ep, WEFT_OPT_MAX_MSG_SIZE, &pml_weft.max_msg_size, &len))) {
         goto fail;
     }
 
     /* Publish our address: peers read it in add_procs (or lazily at first use). */
-    pml_weft.addr_len = info->addr_len;
-    unsigned char *addr = malloc(pml_weft.addr_len);
-    size_t addr_len = pml_weft.addr_len;
+    unsigned char *addr = malloc(pml_weft.w.addr_len);
+    size_t addr_len = pml_weft.w.addr_len;
     step = "weft_ep_getname";
     if (NULL == addr) {
         rc = -WEFT_ENOMEM;
         goto fail;
     }
-    if (0 != (rc = weft_ep_getname(pml_weft.ep, addr, &addr_len))) {
+    if (0 != (rc = weft_ep_getname(pml_weft.w.ep, addr, &addr_len))) {
         free(addr);
         goto fail;
     }
@@ -273,8 +172,6 @@ static mca_pml_base_module_t *pml_weft_component_init(int *priority, bool enable
     pml_weft.transport[sizeof(pml_weft.transport) - 1] = '\0';
 
     weft_info_free(info);
-    weft_info_free(hints);
-    weft_config_release(config);
     *priority = mca_pml_weft_component.priority;
     return &pml_weft.super;
 
@@ -287,14 +184,12 @@ fail:
 fail_quiet:
     (void)pml_weft_close_objects();
     weft_info_free(info);
-    weft_info_free(hints);
-    weft_config_release(config);
     return NULL;
 }
 
 static int pml_weft_component_fini(void)
 {
-    if (NULL == pml_weft.ep) {
+    if (NULL == pml_weft.w.ep) {
         return OMPI_SUCCESS; /* init failed */
     }
     /* Registered by Open MPI when this PML was selected; nothing may poll the
@@ -357,7 +252,7 @@ int pml_weft_enable(bool enable)
                     "inject %zu B, max message %zu B, configuration \"%s\"",
                     (unsigned)OPAL_PROC_MY_NAME.vpid, (int)getpid(), pml_weft.transport,
                     pml_weft.thread_multiple ? "safe (MPI_THREAD_MULTIPLE)" : "domain",
-                    pml_weft.inject_size, pml_weft.max_msg_size,
+                    pml_weft.w.inject_size, pml_weft.w.max_msg_size,
                     NULL != mca_pml_weft_component.config ? mca_pml_weft_component.config : "");
     }
     return OMPI_SUCCESS;
@@ -391,16 +286,16 @@ int pml_weft_add_procs(struct ompi_proc_t **procs, size_t nprocs)
             rc = OMPI_ERR_UNREACH;
             break;
         }
-        if (0 == size || size > pml_weft.addr_len) {
+        if (0 == size || size > pml_weft.w.addr_len) {
             opal_output(0, "pml weft: address of %s has %zu bytes, expected 1 to %zu",
-                        OPAL_NAME_PRINT(proc->super.proc_name), size, pml_weft.addr_len);
+                        OPAL_NAME_PRINT(proc->super.proc_name), size, pml_weft.w.addr_len);
             free(addr);
             rc = OMPI_ERR_UNREACH;
             break;
         }
         /* An address says its own length (at most weft_info::addr_len): give weft
          * a buffer of that size, so a length it reads never runs past what we hold. */
-        unsigned char *whole = calloc(1, pml_weft.addr_len);
+        unsigned char *whole = calloc(1, pml_weft.w.addr_len);
         if (NULL == whole) {
             free(addr);
             rc = OMPI_ERR_OUT_OF_RESOURCE;
@@ -409,7 +304,7 @@ int pml_weft_add_procs(struct ompi_proc_t **procs, size_t nprocs)
         memcpy(whole, addr, size);
         free(addr);
         weft_addr_t wa = WEFT_ADDR_NOTAVAIL;
-        int n = weft_av_insert(pml_weft.av, whole, 1, &wa, 0);
+        int n = weft_av_insert(pml_weft.w.av, whole, 1, &wa, 0);
         free(whole);
         if (1 != n || WEFT_ADDR_NOTAVAIL == wa) {
             opal_output(0, "pml weft: weft_av_insert of %s failed: %s",
@@ -439,7 +334,7 @@ int pml_weft_del_procs(struct ompi_proc_t **procs, size_t nprocs)
         void *ep = procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
         if (NULL != ep) {
             weft_addr_t wa = (weft_addr_t)(uintptr_t)ep - 1;
-            (void)weft_av_remove(pml_weft.av, &wa, 1, 0);
+            (void)weft_av_remove(pml_weft.w.av, &wa, 1, 0);
             procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = NULL;
         }
     }
@@ -494,7 +389,7 @@ int pml_weft_dump(struct ompi_communicator_t *comm, int verbose)
             struct weft_credits cr;
             if (NULL == ep) {
                 opal_output(0, "pml weft:   rank %d: not connected yet", r);
-            } else if (0 == weft_ep_credits(pml_weft.ep, (weft_addr_t)(uintptr_t)ep - 1, &cr)) {
+            } else if (0 == weft_ep_credits(pml_weft.w.ep, (weft_addr_t)(uintptr_t)ep - 1, &cr)) {
                 opal_output(0,
                             "pml weft:   rank %d: weft address %" PRIu64 ", send credits %" PRIu64
                             ", receive credits %" PRIu64,
