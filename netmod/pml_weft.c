@@ -936,17 +936,21 @@ static int pml_weft_recv_start(struct pml_weft_xfer *x, int src, int tag,
     return OMPI_SUCCESS;
 }
 
-int pml_weft_irecv(void *buf, size_t count, struct ompi_datatype_t *datatype, int src, int tag,
-                   struct ompi_communicator_t *comm, struct ompi_request_t **request)
+/** A receive request on @p comm for @p count of @p datatype at @p buf, set up
+ * (not posted): NULL with @p *rc on failure. */
+static pml_weft_request_t *pml_weft_recv_request(void *buf, size_t count,
+                                                 struct ompi_datatype_t *datatype,
+                                                 struct ompi_communicator_t *comm, int *rc)
 {
     pml_weft_request_t *req = pml_weft_request_get(comm, false);
     if (OPAL_UNLIKELY(NULL == req)) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        *rc = OMPI_ERR_OUT_OF_RESOURCE;
+        return NULL;
     }
-    int rc = pml_weft_recv_setup(&req->x, buf, count, datatype, &req->convertor);
-    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+    *rc = pml_weft_recv_setup(&req->x, buf, count, datatype, &req->convertor);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != *rc)) {
         pml_weft_request_release(req);
-        return rc;
+        return NULL;
     }
     /* Held until the request is released: the communicator for the
      * acknowledgement of a synchronous send and for the error handler, the
@@ -956,6 +960,17 @@ int pml_weft_irecv(void *buf, size_t count, struct ompi_datatype_t *datatype, in
     if (OPAL_UNLIKELY(NULL != req->x.convertor)) {
         OMPI_DATATYPE_RETAIN(datatype);
         req->dt_ref = datatype;
+    }
+    return req;
+}
+
+int pml_weft_irecv(void *buf, size_t count, struct ompi_datatype_t *datatype, int src, int tag,
+                   struct ompi_communicator_t *comm, struct ompi_request_t **request)
+{
+    int rc;
+    pml_weft_request_t *req = pml_weft_recv_request(buf, count, datatype, comm, &rc);
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return rc;
     }
     rc = pml_weft_recv_start(&req->x, src, tag, comm);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
@@ -1347,21 +1362,10 @@ static int pml_weft_claim(struct pml_weft_xfer *x, struct ompi_message_t *messag
 int pml_weft_imrecv(void *buf, size_t count, struct ompi_datatype_t *datatype,
                     struct ompi_message_t **message, struct ompi_request_t **request)
 {
-    struct ompi_communicator_t *comm = (*message)->comm;
-    pml_weft_request_t *req = pml_weft_request_get(comm, false);
+    int rc;
+    pml_weft_request_t *req = pml_weft_recv_request(buf, count, datatype, (*message)->comm, &rc);
     if (OPAL_UNLIKELY(NULL == req)) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    int rc = pml_weft_recv_setup(&req->x, buf, count, datatype, &req->convertor);
-    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
-        pml_weft_request_release(req);
         return rc;
-    }
-    OBJ_RETAIN(comm);
-    req->comm_ref = comm;
-    if (OPAL_UNLIKELY(NULL != req->x.convertor)) {
-        OMPI_DATATYPE_RETAIN(datatype);
-        req->dt_ref = datatype;
     }
     rc = pml_weft_claim(&req->x, *message);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
