@@ -281,7 +281,7 @@ static int osc_weft_finalize(void)
 
 /* Is Open MPI running its point-to-point traffic over the weft MTL? */
 /* Point-to-point runs over weft: pml weft, or pml cm over mtl weft. */
-static int osc_weft_over_mtl(void)
+static int osc_weft_p2p_over_weft(void)
 {
     const char *pml = mca_pml_base_selected_component.pmlm_version.mca_component_name;
     return 0 == strcmp(pml, "weft") ||
@@ -2233,7 +2233,7 @@ static int osc_weft_query(struct ompi_win_t *win, void **base, size_t size, int 
     (void)size;
     (void)disp_unit;
     (void)info;
-    const int priority = osc_weft_over_mtl() ? C->priority : C->priority_other;
+    const int priority = osc_weft_p2p_over_weft() ? C->priority : C->priority_other;
     if (priority <= 0 || OMPI_COMM_IS_INTER(comm)) {
         return -1;
     }
