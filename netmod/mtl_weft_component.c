@@ -204,43 +204,10 @@ int mtl_weft_add_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs, struct 
         if (NULL != proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL]) {
             continue;
         }
-        unsigned char *addr = NULL;
-        size_t size = 0;
-        OPAL_MODEX_RECV(rc, &mca_mtl_weft_component.super.mtl_version, &proc->super.proc_name,
-                        (void **)&addr, &size);
-        if (OPAL_SUCCESS != rc || NULL == addr) {
-            opal_output(0,
-                        "mtl weft: no weft address from %s (modex: %d): every rank must "
-                        "load the same version of the weft MTL",
-                        OPAL_NAME_PRINT(proc->super.proc_name), rc);
-            rc = OMPI_ERR_UNREACH;
-            break;
-        }
-        if (0 == size || size > mtl_weft.w.addr_len) {
-            opal_output(0, "mtl weft: address of %s has %zu bytes, expected 1 to %zu",
-                        OPAL_NAME_PRINT(proc->super.proc_name), size, mtl_weft.w.addr_len);
-            free(addr);
-            rc = OMPI_ERR_UNREACH;
-            break;
-        }
-        /* An address says its own length (at most weft_info::addr_len): give weft
-         * a buffer of that size, so a length it reads never runs past what we hold. */
-        unsigned char *whole = calloc(1, mtl_weft.w.addr_len);
-        if (NULL == whole) {
-            free(addr);
-            rc = OMPI_ERR_OUT_OF_RESOURCE;
-            break;
-        }
-        memcpy(whole, addr, size);
-        free(addr);
-        weft_addr_t wa = WEFT_ADDR_NOTAVAIL;
-        int n = weft_av_insert(mtl_weft.w.av, whole, 1, &wa, 0);
-        free(whole);
-        if (1 != n || WEFT_ADDR_NOTAVAIL == wa) {
-            opal_output(0, "mtl weft: weft_av_insert of %s failed: %s",
-                        OPAL_NAME_PRINT(proc->super.proc_name),
-                        n < 0 ? weft_strerror(n) : "address not usable");
-            rc = OMPI_ERR_UNREACH;
+        weft_addr_t wa;
+        rc = ompi_weft_insert_proc(&mtl_weft.w, &mca_mtl_weft_component.super.mtl_version, proc,
+                                   "mtl weft", "the weft MTL", &wa);
+        if (OMPI_SUCCESS != rc) {
             break;
         }
         /* Stored as index + 1 so that NULL keeps meaning "not added". */

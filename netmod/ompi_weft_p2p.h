@@ -19,7 +19,11 @@
 
 #include "mpi.h"
 #include "ompi/constants.h"
+#include "ompi/proc/proc.h"
+#include "opal/mca/base/base.h"
+#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
 
 #include <weft/weft.h>
 
@@ -321,6 +325,52 @@ static inline int ompi_weft_objs_close(struct ompi_weft_objs *o)
     }
     o->fabric = NULL;
     return rc;
+}
+
+/** Insert @p proc's weft address (its modex entry under @p version) into
+ * @p o's AV; @p wa gets its index. The address is a peer's: its length is
+ * checked before use, and weft gets a buffer of our full address size, so a
+ * length field it reads never runs past what we hold. OMPI_SUCCESS, or an
+ * error with the reason printed (`who`: "mtl weft"; `what`: the component as
+ * the message about a missing address names it). */
+static inline int ompi_weft_insert_proc(struct ompi_weft_objs *o,
+                                        const mca_base_component_t *version, ompi_proc_t *proc,
+                                        const char *who, const char *what, weft_addr_t *wa)
+{
+    unsigned char *addr = NULL;
+    size_t size = 0;
+    int rc;
+    OPAL_MODEX_RECV(rc, version, &proc->super.proc_name, (void **)&addr, &size);
+    if (OPAL_SUCCESS != rc || NULL == addr) {
+        opal_output(0,
+                    "%s: no weft address from %s (modex: %d): every rank must load the same "
+                    "version of %s",
+                    who, OPAL_NAME_PRINT(proc->super.proc_name), rc, what);
+        return OMPI_ERR_UNREACH;
+    }
+    if (0 == size || size > o->addr_len) {
+        opal_output(0, "%s: address of %s has %zu bytes, expected 1 to %zu", who,
+                    OPAL_NAME_PRINT(proc->super.proc_name), size, o->addr_len);
+        free(addr);
+        return OMPI_ERR_UNREACH;
+    }
+    unsigned char *whole = calloc(1, o->addr_len);
+    if (NULL == whole) {
+        free(addr);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(whole, addr, size);
+    free(addr);
+    *wa = WEFT_ADDR_NOTAVAIL;
+    const int n = weft_av_insert(o->av, whole, 1, wa, 0);
+    free(whole);
+    if (1 != n || WEFT_ADDR_NOTAVAIL == *wa) {
+        opal_output(0, "%s: weft_av_insert of %s failed: %s", who,
+                    OPAL_NAME_PRINT(proc->super.proc_name),
+                    n < 0 ? weft_strerror(n) : "address not usable");
+        return OMPI_ERR_UNREACH;
+    }
+    return OMPI_SUCCESS;
 }
 
 #endif /* OMPI_WEFT_P2P_H */
