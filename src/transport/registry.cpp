@@ -14,6 +14,9 @@
 
 #include "transport/self/self.hpp"
 #include "transport/shm/shm.hpp"
+#if WEFT_TRANSPORT_TCP
+#include "transport/tcp/tcp.hpp"
+#endif
 #if WEFT_TRANSPORT_VERBS
 #include "transport/verbs/verbs.hpp"
 #endif
@@ -25,6 +28,9 @@ namespace {
 constexpr const component *registered[] = {
     &self::transport,
     &shm::transport,
+#if WEFT_TRANSPORT_TCP
+    &tcp::transport,
+#endif
 #if WEFT_TRANSPORT_VERBS
     &verbs::transport,
 #endif
