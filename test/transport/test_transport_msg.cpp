@@ -432,6 +432,10 @@ TEST_P(transport_msg, large_message_received_while_sender_sleeps)
         GTEST_SKIP() << "self: one process plays both ranks, so the sender cannot sleep while "
                         "the receiver works";
     }
+    if (GetParam() == "tcp") {
+        GTEST_SKIP() << "tcp has no get: the sender pushes a rendezvous's data from its own "
+                        "progress, so a sleeping sender delays it (docs/tcp.md)";
+    }
     weft::test::run_options opt;
     opt.timeout_s = 60;
     const ::testing::AssertionResult result = run(

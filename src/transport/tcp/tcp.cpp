@@ -1186,6 +1186,9 @@ void tcp_iface::on_hello(sock &s, const hs_parsed &p)
                      src.pid, src.ep_id, ci);
             close_sock(c.dial);
             c.dial = nullptr;
+        } else {
+            // Our attempt was refused as crossed: this is the connection it announced.
+            ++stats_.crossed_yielded;
         }
         c.peer = p.src;
     }
