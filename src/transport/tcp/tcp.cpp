@@ -121,11 +121,12 @@ constexpr unsigned accept_batch = 32;
 /// An accepted socket or an outgoing attempt: room for a handshake and an address.
 constexpr std::size_t hs_buf_size = 512;
 static_assert(hs_buf_size >= sizeof(handshake) + max_address_size);
-/// Receive buffer of a connection: at least this, and one whole frame.
-constexpr std::size_t rx_min_size = 256 * 1024;
+/// Receive buffer of a connection: at least this, and one whole frame (a
+/// frame of the default 64 KiB body takes 64 KiB + 12 bytes).
+constexpr std::size_t rx_min_size = 64 * 1024;
 /// recv() calls per socket per progress call (level-triggered epoll brings
-/// the socket back next time).
-constexpr unsigned rx_budget = 4;
+/// the socket back next time): at most 8 buffers per call.
+constexpr unsigned rx_budget = 8;
 /// Gather entries of one frame: its header, the protocol header, the payload pieces.
 constexpr std::size_t max_gather = 64;
 /// When an endpoint closes: how long it tries to hand what is queued to the kernel.
@@ -1231,10 +1232,10 @@ void tcp_iface::on_reply(sock &s, const hs_parsed &p)
             dial_failed(s, "another endpoint listens there now");
             return;
         case reject_reason::version:
-            WEFT_LOG(tcp, error,
-                     "pid %u endpoint %u speaks another tcp handshake version (this one %u): "
-                     "refused",
-                     c.id.pid, c.id.ep_id, hs_version);
+            WEFT_LOG_RATE(tcp, error, 4, 1024,
+                          "pid %u endpoint %u speaks another tcp handshake version (this one "
+                          "%u): refused",
+                          c.id.pid, c.id.ep_id, hs_version);
             fail_conn(ci, "handshake version differs", false);
             return;
         case reject_reason::closing:
@@ -1350,8 +1351,8 @@ void tcp_iface::malformed(sock &s, const char *what, std::uint64_t value)
     char why[160];
     std::snprintf(why, sizeof(why), "malformed frame: %s %llu (limit %u bytes, source %u)", what,
                   static_cast<unsigned long long>(value), s.lim.max_body, s.lim.src);
-    WEFT_LOG(tcp, warn, "pid %u endpoint %u sent a %s: connection closed", c.id.pid, c.id.ep_id,
-             why);
+    WEFT_LOG_RATE(tcp, warn, 16, 1024, "pid %u endpoint %u sent a %s: connection closed", c.id.pid,
+                  c.id.ep_id, why);
     fail_conn(s.conn, why, false);  // logged here, with what was wrong
 }
 
