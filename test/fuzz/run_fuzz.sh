@@ -10,7 +10,7 @@ set -u
 top=$(cd "${srcdir:-.}" && pwd)
 build=$(pwd)/fuzz-build
 secs=${WEFT_TEST_FUZZ_SECONDS:-20}
-targets="fuzz_address fuzz_key fuzz_verbs_cm fuzz_proto fuzz_shm"
+targets="fuzz_address fuzz_key fuzz_verbs_cm fuzz_proto fuzz_shm fuzz_tcp"
 
 if ! command -v clang++ >/dev/null 2>&1; then
     echo "SKIP: clang++ is not installed (contrib/install-deps.sh installs it)"
