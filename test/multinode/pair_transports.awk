@@ -7,19 +7,28 @@
 # and the choices from weft's debug lines, prefixed [HOST:PID:RANK]:
 #   - the channel's choice, if it logs one: "... address N (pid P) ... transport T"
 #   - else a transport's own connection lines, "connected to pid P",
-#     "connecting to pid P", "accepted a connection from pid P" (as verbs logs
+#     "connecting to pid P", "accepted a connection from pid P" (verbs logs
 #     them): that transport.
-# Prints one line per pair seen; exit status 1 if a pair on two nodes used shm
-# or self (weft took two nodes for one), else 0.
+# shm and self log no connection: their pairs show as "not logged". A peer is
+# named by its pid only, so when two ranks on two nodes have the same pid, the
+# pair is left out (reported as ambiguous).
+# Prints one line per ordered pair of ranks; exit status 1 if a pair on two
+# nodes used shm or self (weft took two nodes for one), else 0.
 match($0, /^\[[^]:]+:0*[0-9]+\] (mtl|pml) weft: selected on rank [0-9]+ \(pid [0-9]+\)/) {
     s = substr($0, 2); host = s; sub(/:.*/, "", host)
     r = s; sub(/.*selected on rank /, "", r); pid = r; sub(/ .*/, "", r)
     sub(/.*\(pid /, "", pid); sub(/\).*/, "", pid)
-    rank[pid] = r; node[pid] = host
+    key = host SUBSEP pid
+    if (!(key in rank)) {
+        rank[key] = r; node[key] = host; byrank[r] = key
+        npid[pid]++; pidkey[pid] = key
+        if (r + 0 > maxrank) maxrank = r + 0
+    }
     next
 }
 match($0, /^\[[^]:]+:[0-9]+:[^]]*\] weft [a-z0-9_]+ debug: /) {
-    s = substr($0, 2); me = s; sub(/^[^:]*:/, "", me); sub(/:.*/, "", me)
+    s = substr($0, 2); host = s; sub(/:.*/, "", host)
+    me = s; sub(/^[^:]*:/, "", me); sub(/:.*/, "", me)
     comp = $0; sub(/^[^]]*\] weft /, "", comp); sub(/ .*/, "", comp)
     peer = ""; tl = ""
     if ($0 ~ /address [0-9]+ \(pid [0-9]+\).*transport [a-z0-9_]+/ && $0 !~ /not reachable/) {
@@ -29,25 +38,34 @@ match($0, /^\[[^]:]+:[0-9]+:[^]]*\] weft [a-z0-9_]+ debug: /) {
         peer = $0; sub(/.* pid /, "", peer); sub(/[^0-9].*/, "", peer)
         tl = comp
     }
-    if (peer != "" && !((me, peer) in seen)) {
-        seen[me, peer] = tl
-        order[++n] = me SUBSEP peer
+    if (peer != "") {
+        ppid[++n] = peer; pme[n] = host SUBSEP me; ptl[n] = tl
     }
 }
 END {
-    bad = 0
     for (i = 1; i <= n; i++) {
-        split(order[i], p, SUBSEP)
-        tl = seen[p[1], p[2]]
-        cross = node[p[1]] != node[p[2]]
-        printf "        rank %s (%s) -> rank %s (%s): %s%s\n", rank[p[1]], node[p[1]], rank[p[2]],
-            node[p[2]], tl, cross ? "  [across]" : ""
-        if (cross && (tl == "shm" || tl == "self")) {
-            bad = 1
+        if (npid[ppid[i]] != 1) {
+            if (npid[ppid[i]] > 1) ambiguous[ppid[i]] = 1
+            continue    # 0: not a rank (another endpoint's process)
+        }
+        k = pme[i] SUBSEP pidkey[ppid[i]]
+        if (!(k in seen)) seen[k] = ptl[i]
+    }
+    bad = 0
+    for (a = 0; a <= maxrank; a++) {
+        for (b = 0; b <= maxrank; b++) {
+            if (a == b || !(a in byrank) || !(b in byrank)) continue
+            ka = byrank[a]; kb = byrank[b]
+            k = ka SUBSEP kb
+            cross = node[ka] != node[kb]
+            tl = (k in seen) ? seen[k] : "not logged"
+            printf "        rank %d (%s) -> rank %d (%s): %s%s\n", a, node[ka], b, node[kb], tl,
+                cross ? "  [across]" : ""
+            if (cross && (tl == "shm" || tl == "self")) bad = 1
         }
     }
-    if (n == 0) {
-        print "        (the library logged no per-peer choice at debug level)"
+    for (p in ambiguous) {
+        printf "        (pid %s is a rank on more than one node: its pairs are left out)\n", p
     }
     exit bad
 }
