@@ -22,7 +22,7 @@
 # it mpi_many's 64 MiB messages over the emulated link (docs/multinode.md).
 #
 # Environment: WEFT_TEST_TWO_VM=0 skips it, WEFT_TEST_TWO_VM_SCRIPT (the VM
-# script), WEFT_TEST_TWO_VM_TIMEOUT (seconds, whole run, default 1800),
+# script), WEFT_TEST_TWO_VM_TIMEOUT (seconds, whole run, default 2400),
 # WEFT_MPI_RUN_TIMEOUT (per MPI run in the VMs, default 600).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +30,7 @@ top=$(cd "$here/../.." && pwd)
 build=${WEFT_BUILD_DIR:-${top_builddir:-.}}
 build=$(cd "$build" && pwd)
 vms=${WEFT_TEST_TWO_VM_SCRIPT:-$top/contrib/rxe-vm/run-two-rxe-vms.sh}
-timeout=${WEFT_TEST_TWO_VM_TIMEOUT:-1800}
+timeout=${WEFT_TEST_TWO_VM_TIMEOUT:-2400}
 
 skip() {
     echo "SKIP: two-VM tests not run: $*"
