@@ -984,9 +984,26 @@ void tcp_iface::send_handshake(sock &s, hs_type type, reject_reason why, std::ui
     const iovec iov[2] = {
         {&m, sizeof(m)},
         {const_cast<std::uint8_t *>(my_addr_.data()), hello ? my_addr_.size() : 0}};
-    // A new socket's buffer is empty: this goes out at once; flush() takes any rest.
-    s.tx.push(iov, 2, 0, sizeof(m) + iov[1].iov_len);
-    (void)flush(s);
+    // A new socket's buffer is empty: this goes out at once (no queue memory
+    // for it); what it did not take waits for EPOLLOUT.
+    const std::size_t total = sizeof(m) + iov[1].iov_len;
+    msghdr mh{};
+    mh.msg_iov = const_cast<iovec *>(iov);
+    mh.msg_iovlen = 2;
+    ssize_t w;
+    do {
+        w = sendmsg(s.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (w < 0 && errno == EINTR);
+    if (static_cast<std::size_t>(w) == total) {
+        return;
+    }
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        connection_lost(s, std::strerror(errno), true);
+        return;
+    }
+    const std::size_t sent = w < 0 ? 0 : static_cast<std::size_t>(w);
+    s.tx.push(iov, 2, sent, total - sent);
+    set_out(s, true);
 }
 
 // ------------------------------------------------------------------ connections
@@ -1252,6 +1269,9 @@ void tcp_iface::refuse(sock &s, reject_reason why, const endpoint_id &to)
     // Tell the dialler, then let it close first: closing here with bytes in
     // flight would reset the connection and could lose the answer.
     send_handshake(s, hs_type::reject, why, invalid_id, to);
+    if (s.state == sock_state::closed) {
+        return;  // it broke meanwhile
+    }
     s.state = sock_state::lingering;
     s.rx_start = s.rx_end = 0;
     s.deadline_us = now_us() + cfg_.connect_timeout;
