@@ -208,6 +208,12 @@ const char *config_type_name(config_type t) noexcept
 std::string config_number_text(config_type t, std::uint64_t v)
 {
     if (t == config_type::size) {
+        if (v == config_size_auto) {
+            return "auto";
+        }
+        if (v == std::numeric_limits<std::size_t>::max()) {
+            return "inf";
+        }
         static const char suffix[] = {'k', 'm', 'g', 't'};
         std::string unit;
         for (char c : suffix) {
@@ -290,10 +296,18 @@ status config_parse_value(const config_field &f, const char *text, void *out, st
     const std::string_view s = trim(text);
     switch (f.type) {
         case config_type::size: {
+            if (iequal(s, "auto") && f.default_value != nullptr &&
+                iequal(f.default_value, "auto")) {
+                *static_cast<std::size_t *>(out) = config_size_auto;
+                return status::ok;
+            }
             std::uint64_t v;
             status st = parse_with_units(text, size_units, std::size(size_units),
                                          std::numeric_limits<std::size_t>::max(), &v, "size",
                                          "4096, 64k, 1m, inf", error);
+            if (st == status::ok && v == config_size_auto) {
+                v = std::numeric_limits<std::size_t>::max();  // a number never means auto
+            }
             if (st == status::ok) {
                 st = check_range(f, v, text, error);
             }

@@ -47,7 +47,8 @@
 namespace weft::base {
 
 enum class config_type {
-    size,     ///< std::size_t with units: 64, 8k, 1m, 2g, inf (= SIZE_MAX)
+    size,     ///< std::size_t with units: 64, 8k, 1m, 2g, inf (= SIZE_MAX); auto (=
+              ///< config_size_auto) where the field's default is "auto
     uint,     ///< unsigned (std::uint64_t), plain integer
     integer,  ///< signed (std::int64_t)
     boolean,  ///< bool: y/n, yes/no, on/off, true/false, 1/0
@@ -58,6 +59,10 @@ enum class config_type {
 };
 
 enum class config_ternary : int { no = 0, yes = 1, automatic = 2 };
+
+/// The value of a size field set to "auto" (accepted only by fields whose
+/// default is "auto"): the component computes it.
+inline constexpr std::size_t config_size_auto = static_cast<std::size_t>(-2);
 
 /// Accepted values of a numeric field (size, uint, time_us), both ends included.
 struct config_range {

@@ -56,6 +56,28 @@ TEST(config_parse, size_units)
     EXPECT_EQ(parse<config_type::size>("18446744073709551615"), SIZE_MAX);
 }
 
+TEST(config_parse, size_auto_only_where_the_default_is_auto)
+{
+    const config_field automatic{"X", config_type::size, "auto", "doc", 0, nullptr};
+    std::size_t v = 0;
+    std::string e;
+    EXPECT_EQ(config_parse_value(automatic, "auto", &v, &e), status::ok);
+    EXPECT_EQ(v, config_size_auto);
+    EXPECT_EQ(config_parse_value(automatic, " AUTO ", &v, &e), status::ok);
+    EXPECT_EQ(v, config_size_auto);
+    EXPECT_EQ(config_parse_value(automatic, "64k", &v, &e), status::ok);
+    EXPECT_EQ(v, 64u * 1024);
+    // A number is never auto, even the sentinel's.
+    EXPECT_EQ(config_parse_value(automatic, "18446744073709551614", &v, &e), status::ok);
+    EXPECT_EQ(v, SIZE_MAX);
+    // Elsewhere "auto" is not a size.
+    EXPECT_EQ(parse<config_type::size>("auto", &e), std::nullopt);
+    EXPECT_EQ(e, "'auto' is not a size (examples: 4096, 64k, 1m, inf)");
+    EXPECT_EQ(config_number_text(config_type::size, config_size_auto), "auto");
+    EXPECT_EQ(config_number_text(config_type::size, SIZE_MAX), "inf");
+    EXPECT_EQ(config_number_text(config_type::size, 65536), "64k");
+}
+
 TEST(config_parse, size_errors)
 {
     std::string e;
