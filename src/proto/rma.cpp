@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/copy.hpp"
 #include "base/log.hpp"
 
 namespace weft::proto {
@@ -19,23 +20,7 @@ T load(const void *p)
     return v;
 }
 
-std::size_t copy_to_iov(const iovec *iov, std::size_t cnt, std::size_t offset, const void *src,
-                        std::size_t len)
-{
-    const auto *from = static_cast<const std::uint8_t *>(src);
-    std::size_t done = 0;
-    for (std::size_t i = 0; i < cnt && done < len; ++i) {
-        if (offset >= iov[i].iov_len) {
-            offset -= iov[i].iov_len;
-            continue;
-        }
-        const std::size_t n = std::min(iov[i].iov_len - offset, len - done);
-        std::memcpy(static_cast<std::uint8_t *>(iov[i].iov_base) + offset, from + done, n);
-        done += n;
-        offset = 0;
-    }
-    return done;
-}
+using base::copy_to_iov;
 
 int err_of(status st)
 {

@@ -13,43 +13,8 @@ namespace weft::proto {
 
 namespace {
 
-/// Copy `len` bytes of `src` into the iovec starting at byte `offset`, bounded by
-/// the iovec's capacity. Returns the bytes copied.
-std::size_t copy_to_iov(const iovec *iov, std::size_t cnt, std::size_t offset, const void *src,
-                        std::size_t len)
-{
-    const auto *from = static_cast<const std::uint8_t *>(src);
-    std::size_t done = 0;
-    for (std::size_t i = 0; i < cnt && done < len; ++i) {
-        if (offset >= iov[i].iov_len) {
-            offset -= iov[i].iov_len;
-            continue;
-        }
-        const std::size_t n = std::min(iov[i].iov_len - offset, len - done);
-        std::memcpy(static_cast<std::uint8_t *>(iov[i].iov_base) + offset, from + done, n);
-        done += n;
-        offset = 0;
-    }
-    return done;
-}
-
-/// Copy `len` bytes of the iovec starting at byte `offset` into `dst`.
-void copy_from_iov(void *dst, const iovec *iov, std::size_t cnt, std::size_t offset,
-                   std::size_t len)
-{
-    auto *to = static_cast<std::uint8_t *>(dst);
-    for (std::size_t i = 0; i < cnt && len > 0; ++i) {
-        if (offset >= iov[i].iov_len) {
-            offset -= iov[i].iov_len;
-            continue;
-        }
-        const std::size_t n = std::min(iov[i].iov_len - offset, len);
-        std::memcpy(to, static_cast<const std::uint8_t *>(iov[i].iov_base) + offset, n);
-        to += n;
-        len -= n;
-        offset = 0;
-    }
-}
+using base::copy_from_iov;
+using base::copy_to_iov;
 
 template <typename T>
 [[gnu::always_inline]] inline T load(const void *p)
@@ -77,7 +42,7 @@ const request_ops tag_module::eager_ops{
 };
 
 tag_module::tag_module(channel &ch, const tag_params &p)
-    : ch_(ch), params_(p), rndv_(ch, {&on_rts, this}), matcher_(p.match_hash_bits)
+    : ch_(ch), params_(p), rndv_(ch, {&on_rts, this}, p.rndv_get_min), matcher_(p.match_hash_bits)
 {
     ch_.register_am(am_id::eager,
                     {&on_eager, this, "eager", &dump_eager, sizeof(tag_eager_hdr), true});
@@ -460,7 +425,7 @@ void tag_module::on_message(rx_context &rx, std::uint64_t tag, std::uint64_t dat
             ch_.drop(rx.tl, rx.src, "no memory for a variable message");
             return;
         }
-        std::memcpy(u->buf(), payload, len);
+        base::copy_bulk(u->buf(), payload, len);
         u->received = len;
         hold(rx, u);
         notify_variable(u);
@@ -501,7 +466,7 @@ void tag_module::on_message(rx_context &rx, std::uint64_t tag, std::uint64_t dat
         ch_.drop(rx.tl, rx.src, "no memory for an unexpected message");
         return;
     }
-    std::memcpy(u->buf(), payload, len);
+    base::copy_bulk(u->buf(), payload, len);
     u->received = len;
     hold(rx, u);
     matcher_.add_unexpected(u, s->av, tag);
@@ -552,7 +517,7 @@ void tag_module::on_first(void *m, rx_context &rx, const std::uint8_t *data, std
             self->ch_.drop(rx.tl, rx.src, "no memory for a variable message");
             return;  // active with no target: the fragments are swallowed
         }
-        std::memcpy(u->buf(), payload, len);
+        base::copy_bulk(u->buf(), payload, len);
         u->received = len;
         f->ureq = u;
         self->hold(rx, u);
@@ -578,7 +543,7 @@ void tag_module::on_first(void *m, rx_context &rx, const std::uint8_t *data, std
         self->ch_.drop(rx.tl, rx.src, "no memory for an unexpected message");
         return;
     }
-    std::memcpy(u->buf(), payload, len);
+    base::copy_bulk(u->buf(), payload, len);
     u->received = len;
     f->ureq = u;
     self->hold(rx, u);
@@ -601,7 +566,7 @@ void tag_module::on_frag(void *m, rx_context &rx, const std::uint8_t *data, std:
         copy_to_iov(f->rreq->iov.data(), f->rreq->iovcnt, h.offset, payload, len);
         f->rreq->received += len;
     } else if (f->ureq != nullptr && !f->ureq->discard) {
-        std::memcpy(f->ureq->buf() + h.offset, payload, len);
+        base::copy_bulk(f->ureq->buf() + h.offset, payload, len);
         self->hold(rx, f->ureq);
         f->ureq->received += len;
     }
