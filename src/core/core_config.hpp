@@ -21,6 +21,7 @@ struct core_config {
     std::uint64_t match_hash_bits;    ///< log2 of tag-matching hash buckets
     std::uint64_t progress_sleep_us;  ///< auto progress: idle sleep
     std::size_t rndv_thresh;          ///< messages above this use rendezvous
+    std::size_t rndv_get_min;         ///< rendezvous read with get from this size (or auto)
     std::size_t unexpected_rndv_max;  ///< unexpected rendezvous headers kept per sender
     std::uint64_t credit_initial;     ///< credits granted at first contact
     std::uint64_t credit_window;      ///< receive window per peer
@@ -61,6 +62,12 @@ inline constexpr base::config_field core_config_fields[] = {
         "16k",
         "messages longer than this use rendezvous (data read from the sender's buffer); "
         "also the default variable-message threshold"),
+    base::make_field<&core_config::rndv_get_min>(
+        "RNDV_GET_MIN", base::config_type::size, "auto",
+        "rendezvous receives read the data in place (the transport's get: shm cross-memory "
+        "attach, verbs RDMA read) from this size and have the sender push it in pieces below "
+        "(but read from an idle sender); auto: per transport from its cost models and the "
+        "sender's activity"),
     base::make_field<&core_config::unexpected_rndv_max>(
         "UNEXPECTED_RNDV_MAX", base::config_type::size, "16k",
         "unexpected rendezvous headers kept per sender (about 330 bytes each); one more is "

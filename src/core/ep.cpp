@@ -434,6 +434,7 @@ int ep_enable(weft_ep *ep)
                 .inject_size = cfg.inject_size,
                 .match_hash_bits = static_cast<unsigned>(cfg.match_hash_bits),
                 .rndv_thresh = rndv,
+                .rndv_get_min = cfg.rndv_get_min,
                 .variable = variable,
                 .var_thresh = rndv,
                 .unexpected_rndv_max = cfg.unexpected_rndv_max},

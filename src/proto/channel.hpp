@@ -284,6 +284,11 @@ class channel {
     /// Transport number `i` of this endpoint.
     [[nodiscard]] transport::iface *tl(unsigned i) const noexcept { return tls_[i]; }
     [[nodiscard]] unsigned tl_count() const noexcept { return ntls_; }
+    /// Transport number `i`'s name (its component's; "?" when it has none).
+    [[nodiscard]] const char *tl_name(unsigned i) const noexcept
+    {
+        return components_[i] != nullptr ? components_[i]->name : "?";
+    }
     /// The transport the peer is reached by.
     [[nodiscard]] const transport::component *component_of(const peer_state *p) const noexcept
     {

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
+#include "base/copy.hpp"
 #include "base/log.hpp"
 
 namespace weft::proto {
@@ -20,24 +22,7 @@ T load(const void *p)
     return v;
 }
 
-/// Copy `len` bytes of `src` into the iovec starting at byte `offset`, bounded by
-/// the iovec's capacity.
-void copy_to_iov(const iovec *iov, std::size_t cnt, std::size_t offset, const void *src,
-                 std::size_t len)
-{
-    const auto *from = static_cast<const std::uint8_t *>(src);
-    std::size_t done = 0;
-    for (std::size_t i = 0; i < cnt && done < len; ++i) {
-        if (offset >= iov[i].iov_len) {
-            offset -= iov[i].iov_len;
-            continue;
-        }
-        const std::size_t n = std::min(iov[i].iov_len - offset, len - done);
-        std::memcpy(static_cast<std::uint8_t *>(iov[i].iov_base) + offset, from + done, n);
-        done += n;
-        offset = 0;
-    }
-}
+using base::copy_to_iov;
 
 int err_of(status st)
 {
@@ -74,7 +59,50 @@ const request_ops rndv_module::send_ops{
         },
 };
 
-rndv_module::rndv_module(channel &ch, const rndv_consumer &consumer) : ch_(ch), consumer_(consumer)
+std::size_t rndv_get_min(const transport::attributes &a, std::size_t piece, bool busy) noexcept
+{
+    if (a.get_cost.bandwidth_mbps <= 0) {
+        return 0;  // not modelled: the get is always taken
+    }
+    const double push_bw = busy ? a.cost.bandwidth_mbps / 2 : a.cost.bandwidth_mbps;
+    if (push_bw <= 0 || piece == 0) {
+        return 0;
+    }
+    // Both start with the rts and end with a control message back, which the
+    // comparison leaves out: the push pays its sender's overhead per piece and
+    // the pieces' latency once; the get its own overhead and latency once.
+    auto get_wins = [&](std::size_t len) {
+        const double pieces = static_cast<double>((len + piece - 1) / piece);
+        const double push = a.cost.latency_ns + pieces * a.cost.overhead_ns +
+                            static_cast<double>(len) * 1e3 / push_bw;
+        return a.get_cost.time_ns(len) <= push;
+    };
+    // A get dearer per byte than the push (with its per-piece overhead) loses
+    // on large messages whatever it costs once: a threshold "from" cannot
+    // say "up to", so never. Otherwise the push's time grows at least as fast
+    // as the get's, and the first doubling that wins brackets the answer.
+    const double push_per_byte = 1e3 / push_bw + a.cost.overhead_ns / static_cast<double>(piece);
+    if (1e3 / a.get_cost.bandwidth_mbps > push_per_byte) {
+        return SIZE_MAX;
+    }
+    constexpr std::size_t limit = std::size_t{1} << 40;
+    std::size_t hi = 1;
+    while (hi <= limit && !get_wins(hi)) {
+        hi *= 2;
+    }
+    if (hi > limit) {
+        return SIZE_MAX;  // the push is never slower
+    }
+    std::size_t lo = hi / 2;  // loses (or 0)
+    while (hi - lo > 1) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        (get_wins(mid) ? hi : lo) = mid;
+    }
+    return hi == 1 && get_wins(0) ? 0 : hi;
+}
+
+rndv_module::rndv_module(channel &ch, const rndv_consumer &consumer, std::size_t get_min)
+    : ch_(ch), consumer_(consumer), get_min_(get_min)
 {
     ch_.register_am(am_id::rndv_rts,
                     {&on_rts, this, "rndv_rts", &dump_rts, sizeof(rndv_rts_hdr), false});
@@ -328,14 +356,17 @@ void rndv_module::start(rndv_recv *r, const rndv_info &info)
     transport::iface *tl = ch_.tl(info.tl);
     if ((info.flags & rts_flag_get) != 0 && tl->ops().get != nullptr) {
         // Read it in place, on the transport the header came by (where the
-        // sender exposed it). A key this transport cannot unpack, or a get it
-        // declines (not_supported: shm's pipelined copy is the better choice
-        // now), falls back to a copy the sender pushes.
+        // sender exposed it), when the cost models and the sender's activity
+        // say a read beats a push. A key this transport cannot unpack, or a
+        // get it declines (not_supported), falls back to a push.
         transport::rkey key{};
         const transport::conn_id conn = conn_on(info.tl, info.src);
-        const status kst = tl->unpack_rkey(info.rkey, info.rkey_len, key);
-        if (conn != transport::invalid_id && (kst == status::ok || kst == status::not_supported)) {
-            const std::size_t len = std::min(r->rv_total, r->dst_capacity);
+        const std::size_t len = std::min(r->rv_total, r->dst_capacity);
+        const status kst = conn != transport::invalid_id && read_pays(info.tl, conn, len)
+                               ? tl->unpack_rkey(info.rkey, info.rkey_len, key)
+                               : status::canceled;
+        if (kst == status::ok || kst == status::not_supported) {
+            ++reads_;
             r->on_done = &read_done;
             r->rv_cookie = ch_.track(r);
             const status st =
@@ -349,10 +380,67 @@ void rndv_module::start(rndv_recv *r, const rndv_info &info)
                 finish_read(r, st);
                 return;
             }
+            --reads_;
         }
     }
+    ++pushes_;
     const rndv_cts_hdr c{info.sreq, r->rv_id};
     ch_.send_control(reply, am_id::rndv_cts, &c, sizeof(c));
+}
+
+const rndv_choice &rndv_module::choice(unsigned tl)
+{
+    rndv_choice &c = choice_[tl];
+    if (!chosen_[tl]) {
+        chosen_[tl] = true;
+        if (get_min_ != base::config_size_auto) {
+            c = {get_min_, get_min_, false};
+        } else {
+            // A piece is what one rndv_data message carries.
+            const transport::attributes &a = ch_.tl(tl)->attr();
+            const std::size_t piece =
+                a.max_bcopy > sizeof(rndv_data_hdr) + sizeof(credit_prefix)
+                    ? a.max_bcopy - sizeof(rndv_data_hdr) - sizeof(credit_prefix)
+                    : 1;
+            c = {rndv_get_min(a, piece, false), rndv_get_min(a, piece, true), true};
+        }
+        auto text = [](std::size_t n) {
+            return n == SIZE_MAX ? std::string("never") : std::to_string(n) + " bytes";
+        };
+        WEFT_LOG(proto, debug,
+                 "%s: rendezvous receives read with get from %s (%s while the sender is "
+                 "busy)%s",
+                 ch_.tl_name(tl), text(c.get_min).c_str(), text(c.get_min_busy).c_str(),
+                 c.automatic ? "" : " (WEFT_RNDV_GET_MIN)");
+    }
+    return c;
+}
+
+bool rndv_read_pays(const rndv_choice &c, transport::peer_activity sender, std::size_t len) noexcept
+{
+    if (len >= c.get_min) {
+        return true;
+    }
+    // Below it, a push; but a push needs the sender's CPU. An idle sender
+    // would make us wait (whatever the threshold); a busy one pushes at half
+    // speed (WEFT_RNDV_GET_MIN set: get_min_busy is get_min).
+    switch (sender) {
+        case transport::peer_activity::idle:
+            return true;
+        case transport::peer_activity::busy:
+            return len >= c.get_min_busy;
+        case transport::peer_activity::unknown:
+        case transport::peer_activity::running:
+            break;
+    }
+    return false;
+}
+
+bool rndv_module::read_pays(unsigned tl, transport::conn_id conn, std::size_t len)
+{
+    const rndv_choice &c = choice(tl);
+    // The sender's activity is asked only when the size alone says push.
+    return len >= c.get_min || rndv_read_pays(c, ch_.tl(tl)->activity(conn), len);
 }
 
 void rndv_module::read_done(tracked_op *op, status st)

@@ -133,6 +133,30 @@ struct rndv_recv : tracked_op {
     bool rv_reading;  ///< a get is in flight (op_done ends it)
 };
 
+/// How a rendezvous receiver chooses to move the data, per transport: one get
+/// (the receiver reads the sender's buffer) from `get_min` bytes, a push in
+/// pieces (rndv_cts, the sender copies) below; from `get_min_busy` when the
+/// sender's CPU is shared with other receivers; always a get when the sender is
+/// idle (a push would wait for it). docs/protocols.md "Choosing how a rendezvous moves its data".
+struct rndv_choice {
+    std::size_t get_min = 0;
+    std::size_t get_min_busy = 0;
+    bool automatic = true;  ///< from the cost models (else WEFT_RNDV_GET_MIN)
+};
+
+/// The smallest message length from which one get is estimated no slower than
+/// a push in pieces of `piece` bytes, from a transport's cost models
+/// (attributes::get_cost against attributes::cost); SIZE_MAX when never. With
+/// `busy`, the sender's side of the push runs at half its bandwidth (its CPU
+/// shared with other receivers). 0 when the get is not modelled.
+[[nodiscard]] std::size_t rndv_get_min(const transport::attributes &a, std::size_t piece,
+                                       bool busy) noexcept;
+
+/// Read `len` bytes with get (else have the sender push them), by `c` and what
+/// the sender is doing.
+[[nodiscard]] bool rndv_read_pays(const rndv_choice &c, transport::peer_activity sender,
+                                  std::size_t len) noexcept;
+
 /// What the rendezvous module asks of its consumer.
 struct rndv_consumer {
     /// An rts arrived: start the transfer (rndv_module::start), keep `info` to
@@ -145,7 +169,9 @@ struct rndv_consumer {
 
 class rndv_module {
   public:
-    rndv_module(channel &ch, const rndv_consumer &consumer);
+    /// `get_min`: WEFT_RNDV_GET_MIN (base::config_size_auto: from each
+    /// transport's cost models).
+    rndv_module(channel &ch, const rndv_consumer &consumer, std::size_t get_min);
     rndv_module(const rndv_module &) = delete;
     rndv_module &operator=(const rndv_module &) = delete;
     ~rndv_module();
@@ -164,6 +190,12 @@ class rndv_module {
     void refuse(const rndv_info &info);
     /// Rendezvous sends waiting for their receiver (tests, diagnostics).
     [[nodiscard]] std::size_t waiting_sends() const noexcept { return sends_.size(); }
+    /// The choice for transport `tl` (computed on first use).
+    [[nodiscard]] const rndv_choice &choice(unsigned tl);
+    /// Rendezvous receives that read the data with get / asked for a push
+    /// (diagnostics and tests).
+    [[nodiscard]] std::uint64_t reads() const noexcept { return reads_; }
+    [[nodiscard]] std::uint64_t pushes() const noexcept { return pushes_; }
     /// Release every send waiting for its receiver (release callbacks) and forget
     /// every receive waiting for data: the endpoint is closing. Idempotent; the
     /// owner calls it before its own pools go.
@@ -188,9 +220,16 @@ class rndv_module {
     void finish_send(rndv_send *r, int err);
     void finish_read(rndv_recv *r, status st);
     void fail_recv(rndv_recv *r, int err);
+    /// Read `len` bytes with get (else ask for a push), for the sender on `conn`.
+    [[nodiscard]] bool read_pays(unsigned tl, transport::conn_id conn, std::size_t len);
 
     channel &ch_;
     rndv_consumer consumer_;
+    std::size_t get_min_;  ///< WEFT_RNDV_GET_MIN, or config_size_auto
+    std::array<rndv_choice, max_transports> choice_{};
+    std::array<bool, max_transports> chosen_{};
+    std::uint64_t reads_ = 0;
+    std::uint64_t pushes_ = 0;
     id_table<rndv_send> sends_;  ///< sends whose rts went, waiting for fin or cts
     id_table<rndv_recv> recvs_;  ///< receives waiting for their data
 };

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/bufpool.hpp"
+#include "base/config.hpp"
 #include "base/mpool.hpp"
 #include "proto/channel.hpp"
 #include "proto/match.hpp"
@@ -183,6 +184,9 @@ struct tag_params {
     std::size_t inject_size;
     unsigned match_hash_bits;
     std::size_t rndv_thresh;  ///< messages longer than this use rendezvous
+    /// WEFT_RNDV_GET_MIN: rendezvous receives read with get from this size
+    /// (base::config_size_auto: from the transports' cost models).
+    std::size_t rndv_get_min = base::config_size_auto;
     bool variable;            ///< WEFT_VARIABLE_MSG: notify messages above var_thresh
     std::size_t var_thresh;   ///< variable-message threshold
     /// Unexpected rendezvous headers kept per sender (WEFT_UNEXPECTED_RNDV_MAX);

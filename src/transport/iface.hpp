@@ -131,7 +131,24 @@ struct attributes {
     /// Receive buffers shared by every peer (cap::shared_rx), which credits must
     /// not oversubscribe; 0 when each peer has its own receive resources.
     std::size_t shared_rx = 0;
+    /// Active messages: a message of len bytes, and the pieces of a rendezvous
+    /// the sender pushes (its bandwidth is that of a pipelined push).
     cost_model cost{};
+    /// ops::get of an exposure (a rendezvous read by the receiver: one copy).
+    /// A bandwidth of 0 leaves it out of the model: the get is always taken.
+    /// proto/ compares the two to choose a rendezvous method per message
+    /// (docs/protocols.md "Choosing how a rendezvous moves its data").
+    cost_model get_cost{};
+};
+
+/// What a remote sender is doing, as far as its transport can tell
+/// (iface::activity): a rendezvous receiver weighs a push, which needs the
+/// sender's CPU, against reading the data itself.
+enum class peer_activity : std::uint8_t {
+    unknown,  ///< no hint: the cost models alone decide
+    running,  ///< progressing, pushing to one receiver at most: a push runs at full speed
+    busy,     ///< progressing, pushing rendezvous data to other receivers too: its CPU is shared
+    idle,     ///< not progressing (descheduled, computing): a push would wait for it
 };
 
 // ------------------------------------------------------------------ memory
@@ -327,6 +344,15 @@ class iface {
 
     /// Release what expose() set up. The buffer may be freed by its owner afterwards.
     virtual void unexpose(const exposure &e) noexcept { (void)e; }
+
+    /// What the peer on `conn` is doing now (a hint, read once per rendezvous
+    /// receive that the cost models alone would push; never wrong data, at
+    /// worst the slower of two correct copies).
+    [[nodiscard]] virtual peer_activity activity(conn_id conn) const noexcept
+    {
+        (void)conn;
+        return peer_activity::unknown;
+    }
 
     /// A local address through which this process reaches [raddr, raddr + len)
     /// of the peer on `conn` described by `key` with loads and stores (shm:

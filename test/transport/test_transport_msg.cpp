@@ -441,7 +441,7 @@ TEST_P(transport_msg, large_message_received_while_sender_sleeps)
     const ::testing::AssertionResult result = run(
         2,
         [](rank_ctx &c) {
-            constexpr std::size_t len = std::size_t{1} << 20;  // rendezvous, below SHM CMA_MIN
+            constexpr std::size_t len = std::size_t{1} << 20;  // rendezvous
             constexpr int sleep_ms = 3000;
             WEFT_TCHECK(c.rndv_threshold < len);
             std::vector<unsigned char> buf(len + 64, fill_byte);

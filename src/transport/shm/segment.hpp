@@ -38,7 +38,7 @@ static_assert(cell_size == 64 || cell_size == 128, "cell is one or two cache lin
 inline constexpr std::uint64_t segment_magic = 0x314d485354464557ULL;  // "WEFTSHM1" little-endian
 /// 1: 64-byte sender addresses, an 8-bit active-message id; 2: variable sender
 /// addresses (up to 256 bytes), a 16-bit active-message word.
-inline constexpr std::uint32_t segment_version = 3;
+inline constexpr std::uint32_t segment_version = 4;
 /// The shm transport's wire id (its blob in addresses).
 inline constexpr std::uint8_t wire_id = 2;
 
@@ -86,6 +86,13 @@ struct alignas(128) segment_control {
     /// sees it stale reads the data with CMA instead of waiting for the owner
     /// to copy it (docs/shm.md, "Rendezvous").
     alignas(64) std::atomic<std::uint64_t> active_us;
+    /// How many receivers the owner has rendezvous buffers exposed to now
+    /// (its sends waiting for them; written by the owner on expose and
+    /// unexpose, in the same line). More than one: its CPU is shared between
+    /// receivers, so a receiver weighs a push it would ask for accordingly
+    /// (docs/shm.md, "Rendezvous"). A hint, untrusted: any value picks one of
+    /// two correct copies.
+    std::atomic<std::uint32_t> exposed;
 };
 static_assert(sizeof(segment_control) == 128);
 
@@ -101,6 +108,7 @@ struct segment_header {
 };
 static_assert(sizeof(segment_header) == 384, "segment header is a wire format");
 static_assert(offsetof(segment_header, ctl) + offsetof(segment_control, active_us) == 192);
+static_assert(offsetof(segment_header, ctl) + offsetof(segment_control, exposed) == 200);
 static_assert(std::is_standard_layout_v<segment_header>);
 
 /// sender_slot::state: kind in bits 32..39, the registering pid in bits 0..31.

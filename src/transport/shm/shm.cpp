@@ -100,16 +100,26 @@ constexpr base::config_field config_fields[] = {
         "CMA", base::config_type::ternary, "auto",
         "read large messages straight from the sender with cross-memory attach (process_vm_readv); "
         "auto: use it where the kernel permits, else a pipelined copy through the queue"),
-    base::make_field<&config::cma_min>(
-        "CMA_MIN", base::config_type::size, "64m",
-        "smallest rendezvous message always read with cross-memory attach; smaller ones are "
-        "copied through the queue in pipelined fragments while the sender is running (faster on "
-        "few cores: docs/performance.md)"),
     base::make_field<&config::cma_idle>(
         "CMA_IDLE", base::config_type::time_us, "20us",
-        "below CMA_MIN, read a message with cross-memory attach anyway when its sender has not "
-        "progressed for this long (descheduled or computing), instead of waiting for it to copy; "
-        "0: never"),
+        "a sender that has not progressed for this long is idle: a rendezvous receiver reads "
+        "its data with cross-memory attach instead of asking it to push (0: never idle)"),
+    // The defaults are this development machine's (docs/performance.md,
+    // "Choosing the rendezvous method"): the push moves both processes' CPUs.
+    base::make_field<&config::copy_bw>(
+        "COPY_BW", base::config_type::uint, "25000",
+        "cost model: MB/s of a rendezvous the sender pushes through the queue (pipelined, a "
+        "copy on each side); with CMA_BW and CMA_OVERHEAD it chooses the method "
+        "(WEFT_RNDV_GET_MIN=auto)",
+        base::config_range{1, 1000000}),
+    base::make_field<&config::cma_bw>(
+        "CMA_BW", base::config_type::uint, "13000",
+        "cost model: MB/s of one cross-memory-attach read of a rendezvous",
+        base::config_range{1, 1000000}),
+    base::make_field<&config::cma_overhead>(
+        "CMA_OVERHEAD", base::config_type::uint, "1600",
+        "cost model: ns of one cross-memory-attach call (system call, page pinning)",
+        base::config_range{0, 1000000000}),
     // 64 KiB: from there one CMA copy beats the active-message put and get to
     // a polling target in latency (docs/shm.md, "Put and get: one CMA copy").
     base::make_field<&config::rma_cma_min>(
@@ -219,6 +229,7 @@ struct conn_info {
     sender_slot *slot;    ///< our slot in the peer's table
     std::uint32_t proc;   ///< index in procs_
     bool reported;        ///< peer_failed called for this connection
+    std::uint32_t exposed = 0;  ///< our buffers exposed to this peer now
 };
 
 /// A peer process we watch (connected to, or registered in our slots).
@@ -346,7 +357,11 @@ class shm_iface final : public iface {
     /// Publish that we are running (segment_control::active_us): only while a
     /// buffer of ours is exposed, i.e. a peer may be deciding how to read it.
     [[gnu::noinline]] void stamp_active() noexcept;
-    [[nodiscard]] bool sender_running(conn_id conn) const noexcept;
+    [[nodiscard]] peer_activity activity(conn_id conn) const noexcept override;
+    /// Count a buffer exposed to (+1) or released from (-1) connection
+    /// `conn`, and tell peers to how many of them we have buffers exposed
+    /// (segment_control::exposed).
+    void count_exposed(conn_id conn, int delta) noexcept;
     [[gnu::cold, gnu::noinline]] status send_full(conn_id conn);
     [[gnu::cold, gnu::noinline]] status bad_send(conn_id conn, am_word am, std::size_t hdr_len,
                                                  std::size_t total) const;
@@ -378,7 +393,8 @@ class shm_iface final : public iface {
     std::uint32_t pair_skip_ = 0;
     bool pair_skip_valid_ = false;
     std::uint32_t idle_countdown_ = idle_polls_per_tick;
-    std::uint32_t exposed_ = 0;  ///< buffers exposed (expose() minus unexpose())
+    std::uint32_t exposed_ = 0;        ///< buffers exposed (expose() minus unexpose())
+    std::uint32_t exposed_peers_ = 0;  ///< connections with a buffer exposed
     // Send hot path.
     tx_conn *tx_ = nullptr;  ///< txs_.data()
     std::uint32_t ntx_ = 0;
@@ -414,8 +430,7 @@ class shm_iface final : public iface {
     std::uint64_t table_clock_ = 0;
     bool rma_declined_logged_ = false;
     bool cma_ = true;                ///< cross-memory attach allowed (config, then the first EPERM)
-    std::size_t cma_min_ = 0;        ///< smallest message always read with CMA
-    std::uint64_t cma_idle_us_ = 0;  ///< below cma_min_: CMA if the sender idled this long
+    std::uint64_t cma_idle_us_ = 0;  ///< a sender without progress this long is idle (0: never)
     std::size_t rma_cma_min_ = 0;    ///< smallest put/get with CMA on memory we do not map
     struct stats stats_ {};
 };
@@ -446,10 +461,12 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
     attr_.max_bcopy = geo.bcopy_size;
     attr_.max_hdr = max_hdr;
     // A cell through the L2/L3 and a copy at each side; the pipelined copy of a
-    // rendezvous moves some 5 GB/s on the development machine (docs/shm.md).
-    // The model is the messages' (proto/ chooses a transport per peer by it);
-    // a put or get with a key is one CMA copy: a system call, then memory speed.
-    attr_.cost = {.overhead_ns = 40, .latency_ns = 150, .bandwidth_mbps = 5000};
+    // rendezvous moves COPY_BW (proto/ chooses a transport per peer by this
+    // model, and a rendezvous method against get_cost). A rendezvous read is
+    // one CMA copy: a system call with its page pinning, then memory speed.
+    attr_.cost = {.overhead_ns = 40,
+                  .latency_ns = 150,
+                  .bandwidth_mbps = static_cast<double>(cfg.copy_bw)};
     ops_.send_short = &send_short;
     ops_.send_bcopy = &send_bcopy;
     ops_.progress = &progress;
@@ -471,6 +488,9 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
         attr_.atomic32 = attr_.atomic64 =
             all & ~(atomic_bit(atomic_op::swap) | atomic_bit(atomic_op::cswap));
         attr_.atomic32f = attr_.atomic64f = all;
+        attr_.get_cost = {.overhead_ns = static_cast<double>(cfg.cma_overhead),
+                          .latency_ns = 150,
+                          .bandwidth_mbps = static_cast<double>(cfg.cma_bw)};
         ops_.get = &get;
         ops_.put = &put;
         ops_.atomic = &atomic;
@@ -481,7 +501,6 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
                  name_.c_str());
     }
     cma_ = cfg.cma != base::config_ternary::no;
-    cma_min_ = cfg.cma_min;
     cma_idle_us_ = cfg.cma_idle;
     rma_cma_min_ = cfg.rma_cma_min;
     handlers_ = {&default_am, &default_peer_failed, nullptr, nullptr, nullptr, nullptr};
@@ -497,9 +516,9 @@ shm_iface::~shm_iface()
 {
     WEFT_LOG(shm, info,
              "%s closed: %" PRIu64 " sends found a FIFO full, %" PRIu64
-             " rendezvous read with CMA below CMA_MIN (idle sender), %" PRIu64
+             " rendezvous read with CMA, %" PRIu64
              " cells dropped, %" PRIu64 " peer checks, %" PRIu64 " put/get keys refused",
-             name_.c_str(), stats_.tx_full, stats_.idle_sender_reads, stats_.dropped_cells,
+             name_.c_str(), stats_.tx_full, stats_.cma_reads, stats_.dropped_cells,
              stats_.peer_checks, stats_.keys_refused);
     // Tell every receiver we send to that our slot is closed: it frees the slot
     // once it has consumed our last cells. Release: our last publishes happen
@@ -640,7 +659,7 @@ status shm_iface::send_bcopy(iface *tl, conn_id conn, am_word am, const void *hd
         if (n == 0) {
             continue;  // an empty entry may have a null base
         }
-        std::memcpy(dst, static_cast<const std::uint8_t *>(iov[k].iov_base) + skip, n);
+        base::copy_bulk(dst, static_cast<const std::uint8_t *>(iov[k].iov_base) + skip, n);
         dst += n;
         left -= n;
         skip = 0;
@@ -1152,7 +1171,7 @@ status shm_iface::connect(const address &peer, conn_id &out)
 
     const auto id = static_cast<conn_id>(txs_.size());
     txs_.push_back(t);
-    conns_.push_back(conn_info{peer, std::move(m), h, mine, pi, false});
+    conns_.push_back(conn_info{peer, std::move(m), h, mine, pi, false, 0});
     conn_by_peer_[key] = id;
     sync_tx();
     out = id;
@@ -1170,25 +1189,39 @@ status shm_iface::expose(conn_id conn, const void *buf, std::size_t len, exposur
         WEFT_LOG(shm, error, "%s: expose on unknown connection %u", name_.c_str(), conn);
         return status::invalid;
     }
-    // Exposed at every size: the receiver chooses (its get). From cma_min it
-    // reads with CMA; below, it asks for a pipelined copy through the queue
-    // while we are running, which measured 1.8-2.9x faster than one CMA copy on
-    // a 2-core node, and reads with CMA when we are not (descheduled, or
-    // computing outside the library), so that it never waits for us.
-    // No key: the reader names the buffer by our pid and its address.
-    ++exposed_;
+    // Exposed at every size: the receiver chooses between reading it with CMA
+    // and asking us to push it through the queue (proto/'s rendezvous, from
+    // the cost models and from what activity() tells it about us). No key:
+    // the reader names the buffer by our pid and its address.
+    count_exposed(conn, +1);
     stamp_active();
-    out.handle = 0;
+    out.handle = conn;
     out.rkey_len = 0;
     return status::ok;
 }
 
 void shm_iface::unexpose(const exposure &e) noexcept
 {
-    (void)e;
-    if (exposed_ != 0) {
-        --exposed_;
+    if (e.handle < conns_.size() && conns_[e.handle].exposed != 0) {
+        count_exposed(static_cast<conn_id>(e.handle), -1);
     }
+}
+
+void shm_iface::count_exposed(conn_id conn, int delta) noexcept
+{
+    // A sender pushing to two receivers at once shares its CPU between them;
+    // many sends waiting for one receiver are pushed one after the other at
+    // full speed. So peers learn the receivers, not the buffers.
+    std::uint32_t &n = conns_[conn].exposed;
+    if (delta > 0) {
+        ++exposed_;
+        exposed_peers_ += n++ == 0 ? 1 : 0;
+    } else {
+        --exposed_;
+        exposed_peers_ -= --n == 0 ? 1 : 0;
+    }
+    // Relaxed: a hint, as active_us; the line is ours (the owner's) alone.
+    hdr_->ctl.exposed.store(exposed_peers_, std::memory_order_relaxed);
 }
 
 void shm_iface::stamp_active() noexcept
@@ -1197,16 +1230,22 @@ void shm_iface::stamp_active() noexcept
     hdr_->ctl.active_us.store(now_us(), std::memory_order_relaxed);
 }
 
-bool shm_iface::sender_running(conn_id conn) const noexcept
+peer_activity shm_iface::activity(conn_id conn) const noexcept
 {
-    const conn_info &ci = conns_[conn];
-    if (ci.reported) {
-        return true;  // failed: the copy path reports it as before
+    if (conn >= ntx_ || conns_[conn].reported) {
+        return peer_activity::unknown;  // failed: the push path reports it as before
     }
-    // The peer's word, untrusted: any value only picks one of two correct copies.
-    const std::uint64_t last = ci.hdr->ctl.active_us.load(std::memory_order_relaxed);
-    const std::uint64_t now = now_us();
-    return last > now || now - last < cma_idle_us_;
+    // The peer's words, untrusted: any value only picks one of two correct copies.
+    const segment_control &ctl = conns_[conn].hdr->ctl;
+    if (cma_idle_us_ != 0) {
+        const std::uint64_t last = ctl.active_us.load(std::memory_order_relaxed);
+        const std::uint64_t now = now_us();
+        if (last <= now && now - last >= cma_idle_us_) {
+            return peer_activity::idle;
+        }
+    }
+    return ctl.exposed.load(std::memory_order_relaxed) > 1 ? peer_activity::busy
+                                                           : peer_activity::running;
 }
 
 status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
@@ -1231,17 +1270,10 @@ status shm_iface::get(iface *tl, conn_id conn, const struct iovec *iov, std::siz
     if (s->tx_[conn].dead) {
         return status::unreachable;
     }
-    const bool idle_read = len < s->cma_min_;
-    if (idle_read) {
-        // Pipelined copy while the sender runs; one CMA copy when it does not.
-        if (s->cma_idle_us_ == 0 || s->sender_running(conn)) {
-            return status::not_supported;
-        }
-    }
     const status st =
         s->cma_copy(cma_dir::read, s->conns_[conn].peer.pid(), iov, iovcnt, len, raddr);
-    if (st == status::ok && idle_read) {
-        ++s->stats_.idle_sender_reads;  // counted once the read succeeded
+    if (st == status::ok) {
+        ++s->stats_.cma_reads;  // counted once the read succeeded
     }
     return st;
 }
@@ -1259,28 +1291,14 @@ namespace {
 /// Gather `len` bytes of `iov` to `dst` (a put into mapped memory).
 void gather_iov(std::uint8_t *dst, const struct iovec *iov, std::size_t iovcnt, std::size_t len)
 {
-    for (std::size_t i = 0; i < iovcnt && len > 0; ++i) {
-        const std::size_t n = std::min(iov[i].iov_len, len);
-        if (n != 0) {
-            std::memcpy(dst, iov[i].iov_base, n);
-        }
-        dst += n;
-        len -= n;
-    }
+    (void)base::copy_from_iov(dst, iov, iovcnt, 0, len);
 }
 
 /// Scatter `len` bytes from `src` over `iov` (a get from mapped memory).
 void scatter_iov(const struct iovec *iov, std::size_t iovcnt, const std::uint8_t *src,
                  std::size_t len)
 {
-    for (std::size_t i = 0; i < iovcnt && len > 0; ++i) {
-        const std::size_t n = std::min(iov[i].iov_len, len);
-        if (n != 0) {
-            std::memcpy(iov[i].iov_base, src, n);
-        }
-        src += n;
-        len -= n;
-    }
+    (void)base::copy_to_iov(iov, iovcnt, 0, src, len);
 }
 
 }  // namespace

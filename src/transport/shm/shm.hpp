@@ -27,9 +27,11 @@ struct config {
     bool cleanup_stale;        ///< CLEANUP_STALE: unlink segments of dead processes on open
     base::config_ternary cma;  ///< CMA: cross-memory attach (rendezvous reads, put and get with
                                ///< keys); no: neither, and the memory domain gives no keys
-    std::size_t cma_min;       ///< CMA_MIN: smallest message always read with CMA
-    std::uint64_t cma_idle;    ///< CMA_IDLE: us a sender must not have progressed for CMA below
-                               ///< CMA_MIN (0: never)
+    std::uint64_t cma_idle;    ///< CMA_IDLE: us without progress after which a sender is idle
+                               ///< (0: never)
+    std::uint64_t copy_bw;     ///< COPY_BW: MB/s of a rendezvous pushed through the queue
+    std::uint64_t cma_bw;      ///< CMA_BW: MB/s of one cross-memory-attach read
+    std::uint64_t cma_overhead;  ///< CMA_OVERHEAD: ns of one cross-memory-attach call
     std::size_t rma_cma_min;   ///< RMA_CMA_MIN: smallest put/get with CMA on memory peers do not
                                ///< map (below: not_supported, active messages)
 };
@@ -56,7 +58,7 @@ struct stats {
     std::uint64_t peer_checks;        ///< liveness checks run
     std::uint64_t tx_full;            ///< sends that found the peer's FIFO full
     std::uint64_t slots_released;     ///< sender slots of dead/closed senders freed again
-    std::uint64_t idle_sender_reads;  ///< claims below CMA_MIN read with CMA: the sender was idle
+    std::uint64_t cma_reads;          ///< rendezvous data read with cross-memory attach
     std::uint64_t keys_refused;       ///< puts and gets refused by the target's region table
     std::uint64_t tables_mapped;      ///< peers' region tables mapped (cached, at most 32 at once)
     std::uint64_t mems_mapped;        ///< peers' allocations mapped (cached, bounded)

@@ -654,6 +654,9 @@ status verbs_iface::init()
     // messages (rdma_rxe emulates it far slower, but the choice is the same:
     // shm first on a node, verbs across).
     attr_.cost = {.overhead_ns = 100, .latency_ns = 1500, .bandwidth_mbps = 10000};
+    // An RDMA read: no copy on either side, posted once for the whole message,
+    // so it beats a push in bounce-buffer pieces at every size.
+    attr_.get_cost = {.overhead_ns = 100, .latency_ns = 1500, .bandwidth_mbps = 10000};
     if (da.atomic_cap != IBV_ATOMIC_NONE) {
         // 64-bit fetch-and-add and compare-and-swap, the two verbs atomics. A
         // non-fetching add is a fetch-and-add whose old value is dropped.

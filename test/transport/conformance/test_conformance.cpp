@@ -585,8 +585,8 @@ TEST_P(conformance, get_reads_an_exposed_buffer)
     std::vector<std::uint8_t> dst(src.size() + 64, 0xee);
     const iovec iov[2] = {{dst.data(), 1000}, {dst.data() + 1000, src.size() - 1000}};
     status st = status::not_supported;
-    // shm reads with cross-memory attach only from an idle sender below
-    // WEFT_SHM_CMA_MIN: give it time to be idle.
+    // A transport may decline a get for a while (not_supported): retry for
+    // a few seconds before taking that as its answer.
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     do {
         pp.a->done.clear();

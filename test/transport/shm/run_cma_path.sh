@@ -1,9 +1,12 @@
 #!/bin/sh
-# The shm rendezvous claim has two paths: a pipelined copy through the queue
-# (the default below WEFT_SHM_CMA_MIN) and a single cross-memory-attach read.
-# The default runs of test_transport and test_variable cover the first; this
-# runs the shm cases again with every rendezvous read by CMA.
+# A shm rendezvous receiver either reads the data with one cross-memory-attach
+# call or asks the sender to push it through the queue in pieces; by default
+# (WEFT_RNDV_GET_MIN=auto) it chooses per message from the cost models and the
+# sender's activity, so the default runs of test_transport and test_variable
+# see a mix. This runs their shm cases once with every rendezvous read by CMA
+# and once with every one pushed.
 set -e
-export WEFT_SHM_CMA_MIN=0
-./test_transport --gtest_filter='*/shm:*/auto'
-./test_variable --gtest_filter='*/shm:*/auto'
+WEFT_RNDV_GET_MIN=0 ./test_transport --gtest_filter='*/shm:*/auto'
+WEFT_RNDV_GET_MIN=0 ./test_variable --gtest_filter='*/shm:*/auto'
+WEFT_RNDV_GET_MIN=inf ./test_transport --gtest_filter='*/shm:*/auto'
+WEFT_RNDV_GET_MIN=inf ./test_variable --gtest_filter='*/shm:*/auto'

@@ -59,6 +59,7 @@ using weft::transport::exposure;
 using weft::transport::iface;
 using weft::transport::invalid_id;
 using weft::transport::make_am;
+using weft::transport::peer_activity;
 using weft::transport::src_id;
 
 constexpr std::uint64_t test_node = 0x5eed5eed12345678ULL;
@@ -533,7 +534,6 @@ TEST(shm, every_am_word_is_carried_unchanged)
 TEST(shm, get_zcopy_reads_the_exposed_buffer)
 {
     shm::config cfg = test_config();
-    cfg.cma_min = 0;  // expose every size to cross-memory attach
     auto a = open_ep(1, cfg);
     auto b = open_ep(2, cfg);
     ASSERT_TRUE(a && b);
@@ -586,16 +586,17 @@ TEST(shm, get_zcopy_reads_the_exposed_buffer)
     a->tl->unexpose(ex);
 }
 
-// Below CMA_MIN the receiver reads with CMA only when the sender has not
-// progressed for CMA_IDLE: while it runs, get declines (the protocol then
-// asks for the pipelined copy), and CMA_IDLE 0 always declines.
-TEST(shm, get_zcopy_below_cma_min_reads_only_from_an_idle_sender)
+// What a rendezvous receiver learns about a sender (activity): running while
+// it progresses with buffers exposed to one receiver, busy with buffers exposed
+// to more than one (its CPU shared between them), idle once it has not
+// progressed for CMA_IDLE (never with CMA_IDLE 0). The get itself reads with
+// CMA whatever the sender does: the choice is proto/'s.
+TEST(shm, activity_tells_a_running_busy_or_idle_sender)
 {
     shm::config cfg = test_config();
     if (cfg.cma == weft::base::config_ternary::no) {
         GTEST_SKIP() << "WEFT_SHM_CMA=n";
     }
-    cfg.cma_min = 1 << 20;
     cfg.cma_idle = 50000;  // 50 ms: no scheduler hiccup makes a running sender look idle
     shm::config never = cfg;
     never.cma_idle = 0;
@@ -611,37 +612,32 @@ TEST(shm, get_zcopy_below_cma_min_reads_only_from_an_idle_sender)
     ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
     conn_id cn = invalid_id;
     ASSERT_EQ(a->tl->connect(n->addr, cn), status::ok);
-    // One exposure per reader.
-    exposure ex_b{};
-    ASSERT_EQ(a->tl->expose(c, src.data(), src.size(), ex_b), status::ok)
-        << "exposed at every size";
-    exposure ex_n{};
-    ASSERT_EQ(a->tl->expose(cn, src.data(), src.size(), ex_n), status::ok);
-    const std::uint64_t raddr = buffer_address(src.data());
-    ASSERT_EQ(send_short(*a, c, 1, &raddr, sizeof(raddr), nullptr, 0), status::ok);
-    ASSERT_EQ(send_short(*a, cn, 1, &raddr, sizeof(raddr), nullptr, 0), status::ok);
-    ASSERT_TRUE(
-        progress_until({b.get(), n.get()}, [&] { return b->rx.size() == 1 && n->rx.size() == 1; }));
     // The readers connect back to the sender (as the protocol's clear-to-send or
-    // fin does before it reads): that is how they see its segment, and the
-    // connection is what they read over.
+    // fin does before it reads): that is how they see its segment.
     conn_id back = invalid_id;
     ASSERT_EQ(b->tl->connect(a->addr, back), status::ok);
     conn_id nback = invalid_id;
     ASSERT_EQ(n->tl->connect(a->addr, nback), status::ok);
-    ASSERT_EQ(first_word(b->rx[0]), raddr);
+    EXPECT_EQ(b->tl->activity(back + 1), peer_activity::unknown) << "no such connection";
 
+    exposure ex_b{};
+    ASSERT_EQ(a->tl->expose(c, src.data(), src.size(), ex_b), status::ok);
+    a->tl->ops().progress(a->tl.get());
+    EXPECT_EQ(b->tl->activity(back), peer_activity::running) << "one buffer exposed";
+    exposure ex_b2{};
+    ASSERT_EQ(a->tl->expose(c, src.data(), src.size(), ex_b2), status::ok);
+    EXPECT_EQ(b->tl->activity(back), peer_activity::running) << "two buffers, one receiver";
+    a->tl->unexpose(ex_b2);
+    exposure ex_n{};
+    ASSERT_EQ(a->tl->expose(cn, src.data(), src.size(), ex_n), status::ok);
+    EXPECT_EQ(b->tl->activity(back), peer_activity::busy) << "buffers for two receivers";
+
+    // A running sender's buffer is read with CMA all the same.
+    const std::uint64_t raddr = buffer_address(src.data());
     std::vector<std::uint8_t> dst(src.size(), 0);
     const struct iovec iov {
         dst.data(), dst.size()
     };
-    a->tl->ops().progress(a->tl.get());  // the sender runs: it just progressed
-    EXPECT_EQ(b->get(back, &iov, 1, raddr, src.size()), status::not_supported);
-    const auto *st = shm::get_stats(*b->tl);
-    ASSERT_NE(st, nullptr);
-    EXPECT_EQ(st->idle_sender_reads, 0U);
-
-    usleep(100000);  // the sender stops progressing for twice CMA_IDLE
     status got;
     {
         weft::test::expect_log_warnings maybe(0);  // the kernel may refuse (ptrace scope)
@@ -652,26 +648,28 @@ TEST(shm, get_zcopy_below_cma_min_reads_only_from_an_idle_sender)
     }
     ASSERT_EQ(got, status::ok);
     EXPECT_EQ(dst, src);
-    EXPECT_EQ(st->idle_sender_reads, 1U);
-    EXPECT_EQ(n->get(nback, &iov, 1, raddr, src.size()), status::not_supported)
-        << "CMA_IDLE=0: never CMA below CMA_MIN";
+    const auto *st = shm::get_stats(*b->tl);
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(st->cma_reads, 1U);
 
-    // Progress after the idle time makes it a running sender again.
+    usleep(100000);  // the sender stops progressing for twice CMA_IDLE
+    EXPECT_EQ(b->tl->activity(back), peer_activity::idle);
+    EXPECT_EQ(n->tl->activity(nback), peer_activity::busy) << "CMA_IDLE=0: never idle";
     a->tl->ops().progress(a->tl.get());
-    EXPECT_EQ(b->get(back, &iov, 1, raddr, src.size()), status::not_supported);
+    EXPECT_EQ(b->tl->activity(back), peer_activity::busy) << "progress: running again";
+
     // Unexposed, the sender no longer advertises itself: its progress does not
-    // refresh the mark, so it looks idle again once CMA_IDLE has passed. One
+    // refresh the mark, so it looks idle once CMA_IDLE has passed. One
     // exposure left keeps it advertising.
     a->tl->unexpose(ex_b);
+    EXPECT_EQ(b->tl->activity(back), peer_activity::running) << "one buffer left";
     usleep(100000);
     a->tl->ops().progress(a->tl.get());
-    EXPECT_EQ(b->get(back, &iov, 1, raddr, src.size()), status::not_supported)
-        << "still exposed to n";
+    EXPECT_EQ(b->tl->activity(back), peer_activity::running) << "still exposed to n";
     a->tl->unexpose(ex_n);
     usleep(100000);
     a->tl->ops().progress(a->tl.get());
-    EXPECT_EQ(b->get(back, &iov, 1, raddr, src.size()), status::ok);
-    EXPECT_EQ(st->idle_sender_reads, 2U);
+    EXPECT_EQ(b->tl->activity(back), peer_activity::idle);
 }
 
 TEST(shm, fifo_full_returns_again_until_receiver_progresses)
@@ -1704,7 +1702,6 @@ TEST(shm, get_zcopy_reads_another_process)
     if (cfg.cma == weft::base::config_ternary::no) {
         GTEST_SKIP() << "WEFT_SHM_CMA=n";
     }
-    cfg.cma_min = 0;
     auto b = open_ep(2, cfg);
     ASSERT_TRUE(b);
     channel ch;
@@ -1780,7 +1777,6 @@ TEST(shm, cma_refused_falls_back_and_is_logged_once)
     constexpr uid_t nobody = 65534;
     shm::config cfg = test_config();
     cfg.cma = weft::base::config_ternary::automatic;
-    cfg.cma_min = 0;
     channel to_sender;    // receiver's address
     channel to_receiver;  // (unused direction kept for symmetry of the helper)
     std::vector<std::uint8_t> data(65536);
