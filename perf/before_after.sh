@@ -20,6 +20,9 @@ usage: perf/before_after.sh --before PATH [options]
   --runs N        alternations (default 6: 6 runs of each build, 60 reps per size)
   --bench LIST    benchmarks (default lat,bw,bibw,rate)
   --quick         compare.sh's subset of sizes
+  --sizes LIST    these sizes (compare.sh --sizes)
+  The two builds may be one weft_perf run two ways: a wrapper script that sets
+  variables and execs it (e.g. WEFT_RNDV_GET_MIN=inf) works as a "build".
   --out DIR       write DIR/before_after.txt and DIR/before_after.csv (default ./before-after)
   -h, --help
 EOF
@@ -41,7 +44,8 @@ while [ $# -gt 0 ]; do
         --after) [ $# -ge 2 ] || die "--after needs a path"; after="$2"; shift 2 ;;
         --runs) [ $# -ge 2 ] || die "--runs needs a number"; runs="$2"; shift 2 ;;
         --bench) [ $# -ge 2 ] || die "--bench needs a list"; benches="$2"; shift 2 ;;
-        --quick) quick=(--quick); shift ;;
+        --quick) quick+=(--quick); shift ;;
+        --sizes) [ $# -ge 2 ] || die "--sizes needs a list"; quick+=(--sizes "$2"); shift 2 ;;
         --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option $1" ;;

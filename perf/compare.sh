@@ -24,6 +24,7 @@ usage: perf/compare.sh [options] [WEFT_PERF]
                          DIR/results.csv and DIR/results.png (tagged benchmarks) and
                          DIR/rma.png (one-sided ones) (needs gnuplot)
   --quick                a subset of sizes and fewer iterations per rep (still 10 reps)
+  --sizes LIST           these sizes (e.g. 32k,256k,4m) for every benchmark but the atomics
   --bench LIST           benchmarks, comma-separated (default lat,bw,bibw,rate); one-sided:
                          put_lat,get_lat,fadd_lat,cswap_lat,put_pp,put_bw,get_bw,put_rate
   --rma                  the one-sided benchmarks (same as --bench with all eight): put/get
@@ -50,6 +51,7 @@ backends="weft,ucx"
 csv=""
 out=""
 quick=0
+sizes=""
 check=1
 reps=10
 weft_perf=""
@@ -60,6 +62,7 @@ while [ $# -gt 0 ]; do
         --csv) [ $# -ge 2 ] || die "--csv needs a file"; csv="$2"; shift 2 ;;
         --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
         --quick) quick=1; shift ;;
+        --sizes) [ $# -ge 2 ] || die "--sizes needs a list"; sizes="$2"; shift 2 ;;
         --bench) [ $# -ge 2 ] || die "--bench needs a list"; benches="$2"; shift 2 ;;
         --rma) benches="put_lat,get_lat,fadd_lat,cswap_lat,put_pp,put_bw,get_bw,put_rate"; shift ;;
         --backend) [ $# -ge 2 ] || die "--backend needs a list"; backends="$2"; shift 2 ;;
@@ -116,6 +119,13 @@ fi
 # sweep (1 B .. 16 MiB). One-sided: 8 B .. 4 MiB (put_rate 8 B .. 4 KiB; the
 # atomics are one 64-bit word whatever the sizes).
 sizes_for() {
+    if [ -n "$sizes" ]; then
+        case "$1" in
+            fadd_lat|cswap_lat) echo "-s 8" ;;
+            *) echo "-s $sizes" ;;
+        esac
+        return
+    fi
     case "$1" in
         lat|bw|bibw|rate)
             if [ "$quick" = 1 ]; then echo "-s 1,8,64,512,4k,32k,256k,1m"; fi ;;
