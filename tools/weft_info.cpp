@@ -175,6 +175,11 @@ void print_transports(const char *only)
                         atomic_ops(a.atomic64).c_str(), atomic_ops(a.atomic64f).c_str());
             std::printf("        cost:      overhead %.0f ns, latency %.0f ns, %.0f MB/s\n",
                         a.cost.overhead_ns, a.cost.latency_ns, a.cost.bandwidth_mbps);
+            if (a.get_cost.bandwidth_mbps > 0) {
+                std::printf("        get cost:  overhead %.0f ns, latency %.0f ns, %.0f MB/s\n",
+                            a.get_cost.overhead_ns, a.get_cost.latency_ns,
+                            a.get_cost.bandwidth_mbps);
+            }
             std::printf("        rkeys:     %zu bytes\n", md.value()->rkey_size());
         }
     }

@@ -194,35 +194,55 @@ peer_state *channel::connect_peer(std::uint64_t dest, int &rc)
         }
         return p;
     }
-    // The transport whose cost model gives the shortest time for a mid-size
-    // message, among those that reach the peer.
-    int best = -1;
-    double best_time = 0;
+    // The transports that reach the peer, fastest first by their cost models
+    // for a mid-size message. A connect that fails (shm: the peer's segment
+    // cannot be mapped from here, though the node id says it could) moves on
+    // to the next; only when all fail does the peer fail.
+    std::array<unsigned, max_transports> order{};
+    unsigned nreach = 0;
     for (unsigned i = 0; i < ntls_; ++i) {
-        if (!tls_[i]->reachable(addr)) {
-            continue;
-        }
-        const double t = tls_[i]->attr().cost.time_ns(choice_size);
-        if (best < 0 || t < best_time) {
-            best = static_cast<int>(i);
-            best_time = t;
+        if (tls_[i]->reachable(addr)) {
+            order[nreach++] = i;
         }
     }
-    if (best < 0) {
+    if (nreach == 0) {
         WEFT_LOG(proto, debug, "address %llu (pid %u) is not reachable by any open transport",
                  static_cast<unsigned long long>(dest), addr.pid());
         rc = -WEFT_EHOSTUNREACH;
         return nullptr;
     }
+    std::stable_sort(order.begin(), order.begin() + nreach, [&](unsigned x, unsigned y) {
+        return tls_[x]->attr().cost.time_ns(choice_size) < tls_[y]->attr().cost.time_ns(choice_size);
+    });
+    int best = -1;
     transport::conn_id conn = transport::invalid_id;
-    const status st = tls_[best]->connect(addr, conn);
-    if (st != status::ok) {
+    status st = status::unreachable;
+    for (unsigned k = 0; k < nreach; ++k) {
+        st = tls_[order[k]]->connect(addr, conn);
+        if (st == status::ok) {
+            best = static_cast<int>(order[k]);
+            break;
+        }
+        if (st == status::again || st == status::busy) {
+            rc = base::to_c(st);  // try again later, on the same choice
+            return nullptr;
+        }
+        if (k + 1 < nreach) {
+            WEFT_LOG(proto, info,
+                     "address %llu (pid %u): %s cannot connect (%s); trying the next transport",
+                     static_cast<unsigned long long>(dest), addr.pid(),
+                     components_[order[k]]->name, base::status_string(st));
+        }
+    }
+    if (best < 0) {
         rc = base::to_c(st);
         if (st == status::unreachable) {
             fail_peer(static_cast<std::uint32_t>(dest), WEFT_EHOSTUNREACH);
         }
         return nullptr;
     }
+    WEFT_LOG(proto, debug, "address %llu (pid %u) uses transport %s",
+             static_cast<unsigned long long>(dest), addr.pid(), components_[best]->name);
     if (dest >= peers_.size()) {
         peers_.resize(dest + 1);
     }
@@ -593,8 +613,16 @@ void channel::credits(std::uint64_t peer, bool all, weft_credits &out) const
     out.send_window = pool_.initial();
     out.recv_window = pool_.window();
     auto add = [&](const peer_state &p) {
-        const std::uint32_t sendable = p.cr.attached() ? p.cr.sendable() : pool_.initial();
-        out.send += sendable > p.reserved ? sendable - p.reserved : 0;
+        // What can_send() lets go: the credits not promised to queued
+        // messages, less the last one unless returns would ride along with it
+        // (sendable() on the free credits, not sendable() less the promised:
+        // that would keep the last credit back twice).
+        std::uint32_t sendable = pool_.initial();
+        if (p.cr.attached()) {
+            const std::uint32_t free = free_credits(&p);
+            sendable = free >= 2 ? free - 1 : (free == 1 && p.cr.returnable() > 0 ? 1 : 0);
+        }
+        out.send += sendable;
         out.recv += p.cr.attached() ? p.cr.recv_credits() : pool_.initial();
     };
     if (all) {
