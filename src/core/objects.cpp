@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/log.hpp"
+#include "base/topo.hpp"
 #include "transport/registry.hpp"
 
 namespace weft::core {
@@ -54,6 +55,7 @@ void init_once() noexcept
 {
     static const bool done = [] {
         base::config_register(core_config_table);
+        base::config_register(base::topo_config_table);
         transport::register_components();
         base::log_init();
         base::log_check_names();
