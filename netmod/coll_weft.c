@@ -1261,11 +1261,22 @@ typedef struct {
     coll_weft_module_t *m;
 } oob_arg_t;
 
+/* The out-of-band allgather returns weft's codes (0 or -WEFT_E...), not Open
+ * MPI's: OMPI_ERR_UNREACH is -12, which weft would read as -WEFT_ENOMEM. */
 static int coll_weft_oob(const void *send, void *recv, size_t len, void *arg)
 {
     oob_arg_t *o = arg;
-    return o->m->prev_allgather((void *)send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE, o->comm,
-                                o->m->prev_allgather_module);
+    const int rc = o->m->prev_allgather((void *)send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE,
+                                        o->comm, o->m->prev_allgather_module);
+    if (OMPI_SUCCESS == rc) {
+        return 0;
+    }
+    opal_output_verbose(1, ompi_coll_base_framework.framework_output,
+                        "coll weft: the out-of-band allgather on %s failed: Open MPI error %d",
+                        o->comm->c_name, rc);
+    return OMPI_ERR_UNREACH == rc             ? -WEFT_EHOSTUNREACH
+           : OMPI_ERR_OUT_OF_RESOURCE == rc ? -WEFT_ENOMEM
+                                            : -WEFT_EOTHER;
 }
 
 static int coll_weft_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)

@@ -151,7 +151,9 @@ struct weft_coll_args {
 };
 
 /** Out-of-band allgather used by weft_coll_group_create() (blocking; @p len the same
- *  on every member): @p recvbuf gets every member's @p len bytes in rank order. */
+ *  on every member): @p recvbuf gets every member's @p len bytes in rank order.
+ *  Returns 0, or a negative weft error code (-WEFT_EHOSTUNREACH for a member
+ *  that cannot be reached; any other negative value is passed on as is). */
 struct weft_coll_oob {
     int (*allgather)(const void *sendbuf, void *recvbuf, size_t len, void *arg);
     void *arg;
