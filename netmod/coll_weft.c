@@ -1274,7 +1274,7 @@ static int coll_weft_oob(const void *send, void *recv, size_t len, void *arg)
     opal_output_verbose(1, ompi_coll_base_framework.framework_output,
                         "coll weft: the out-of-band allgather on %s failed: Open MPI error %d",
                         o->comm->c_name, rc);
-    return OMPI_ERR_UNREACH == rc             ? -WEFT_EHOSTUNREACH
+    return OMPI_ERR_UNREACH == rc           ? -WEFT_EHOSTUNREACH
            : OMPI_ERR_OUT_OF_RESOURCE == rc ? -WEFT_ENOMEM
                                             : -WEFT_EOTHER;
 }

@@ -101,8 +101,8 @@ std::size_t copy_to_iov(const struct iovec *iov, std::size_t cnt, std::size_t of
     return done;
 }
 
-std::size_t copy_from_iov(void *dst, const struct iovec *iov, std::size_t cnt,
-                          std::size_t offset, std::size_t len) noexcept
+std::size_t copy_from_iov(void *dst, const struct iovec *iov, std::size_t cnt, std::size_t offset,
+                          std::size_t len) noexcept
 {
     auto *to = static_cast<std::uint8_t *>(dst);
     std::size_t done = 0;

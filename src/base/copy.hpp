@@ -59,7 +59,7 @@ std::size_t copy_to_iov(const struct iovec *iov, std::size_t cnt, std::size_t of
 
 /// Copy `len` bytes of the iovec starting at byte `offset` of it into `dst`,
 /// bounded by the iovec's size (copy_bulk). Returns the bytes copied.
-std::size_t copy_from_iov(void *dst, const struct iovec *iov, std::size_t cnt,
-                          std::size_t offset, std::size_t len) noexcept;
+std::size_t copy_from_iov(void *dst, const struct iovec *iov, std::size_t cnt, std::size_t offset,
+                          std::size_t len) noexcept;
 
 }  // namespace weft::base

@@ -63,7 +63,8 @@ inline constexpr base::config_field core_config_fields[] = {
         "messages longer than this use rendezvous (data read from the sender's buffer); "
         "also the default variable-message threshold"),
     base::make_field<&core_config::rndv_get_min>(
-        "RNDV_GET_MIN", base::config_type::size, "auto",
+        "RNDV_GET_MIN", base::config_type::size,
+        "auto",
         "rendezvous receives read the data in place (the transport's get: shm cross-memory "
         "attach, verbs RDMA read) from this size and have the sender push it in pieces below "
         "(but read from an idle sender); auto: per transport from its cost models and the "

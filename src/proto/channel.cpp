@@ -212,7 +212,8 @@ peer_state *channel::connect_peer(std::uint64_t dest, int &rc)
         return nullptr;
     }
     std::stable_sort(order.begin(), order.begin() + nreach, [&](unsigned x, unsigned y) {
-        return tls_[x]->attr().cost.time_ns(choice_size) < tls_[y]->attr().cost.time_ns(choice_size);
+        return tls_[x]->attr().cost.time_ns(choice_size) <
+               tls_[y]->attr().cost.time_ns(choice_size);
     });
     int best = -1;
     transport::conn_id conn = transport::invalid_id;
@@ -230,8 +231,8 @@ peer_state *channel::connect_peer(std::uint64_t dest, int &rc)
         if (k + 1 < nreach) {
             WEFT_LOG(proto, info,
                      "address %llu (pid %u): %s cannot connect (%s); trying the next transport",
-                     static_cast<unsigned long long>(dest), addr.pid(),
-                     components_[order[k]]->name, base::status_string(st));
+                     static_cast<unsigned long long>(dest), addr.pid(), components_[order[k]]->name,
+                     base::status_string(st));
         }
     }
     if (best < 0) {

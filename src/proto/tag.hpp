@@ -187,8 +187,8 @@ struct tag_params {
     /// WEFT_RNDV_GET_MIN: rendezvous receives read with get from this size
     /// (base::config_size_auto: from the transports' cost models).
     std::size_t rndv_get_min = base::config_size_auto;
-    bool variable;            ///< WEFT_VARIABLE_MSG: notify messages above var_thresh
-    std::size_t var_thresh;   ///< variable-message threshold
+    bool variable;           ///< WEFT_VARIABLE_MSG: notify messages above var_thresh
+    std::size_t var_thresh;  ///< variable-message threshold
     /// Unexpected rendezvous headers kept per sender (WEFT_UNEXPECTED_RNDV_MAX);
     /// one more is refused (its send fails at the sender).
     std::size_t unexpected_rndv_max = 16384;

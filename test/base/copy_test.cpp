@@ -16,7 +16,10 @@ using weft::base::copy_bulk;
 using weft::base::copy_from_iov;
 using weft::base::copy_to_iov;
 
-std::uint8_t pattern(std::size_t i) { return static_cast<std::uint8_t>(i * 131 + 7); }
+std::uint8_t pattern(std::size_t i)
+{
+    return static_cast<std::uint8_t>(i * 131 + 7);
+}
 
 TEST(copy, bulk_copies_exactly_the_bytes_asked_for)
 {

@@ -224,11 +224,11 @@ static_assert(sizeof(tx_conn) == 64);
 /// Send side, cold.
 struct conn_info {
     address peer;
-    mapping map;          ///< the peer's segment; empty for a connection to ourselves
-    segment_header *hdr;  ///< the peer's header (in map, or our own)
-    sender_slot *slot;    ///< our slot in the peer's table
-    std::uint32_t proc;   ///< index in procs_
-    bool reported;        ///< peer_failed called for this connection
+    mapping map;                ///< the peer's segment; empty for a connection to ourselves
+    segment_header *hdr;        ///< the peer's header (in map, or our own)
+    sender_slot *slot;          ///< our slot in the peer's table
+    std::uint32_t proc;         ///< index in procs_
+    bool reported;              ///< peer_failed called for this connection
     std::uint32_t exposed = 0;  ///< our buffers exposed to this peer now
 };
 
@@ -464,9 +464,8 @@ shm_iface::shm_iface(const open_params &p, const config &cfg, mapping seg,
     // rendezvous moves COPY_BW (proto/ chooses a transport per peer by this
     // model, and a rendezvous method against get_cost). A rendezvous read is
     // one CMA copy: a system call with its page pinning, then memory speed.
-    attr_.cost = {.overhead_ns = 40,
-                  .latency_ns = 150,
-                  .bandwidth_mbps = static_cast<double>(cfg.copy_bw)};
+    attr_.cost = {
+        .overhead_ns = 40, .latency_ns = 150, .bandwidth_mbps = static_cast<double>(cfg.copy_bw)};
     ops_.send_short = &send_short;
     ops_.send_bcopy = &send_bcopy;
     ops_.progress = &progress;
@@ -516,8 +515,8 @@ shm_iface::~shm_iface()
 {
     WEFT_LOG(shm, info,
              "%s closed: %" PRIu64 " sends found a FIFO full, %" PRIu64
-             " rendezvous read with CMA, %" PRIu64
-             " cells dropped, %" PRIu64 " peer checks, %" PRIu64 " put/get keys refused",
+             " rendezvous read with CMA, %" PRIu64 " cells dropped, %" PRIu64
+             " peer checks, %" PRIu64 " put/get keys refused",
              name_.c_str(), stats_.tx_full, stats_.cma_reads, stats_.dropped_cells,
              stats_.peer_checks, stats_.keys_refused);
     // Tell every receiver we send to that our slot is closed: it frees the slot

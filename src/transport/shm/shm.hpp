@@ -24,16 +24,16 @@ struct config {
     std::uint64_t peer_check_interval;  ///< PEER_CHECK_INTERVAL: us between peer liveness checks
     std::uint64_t max_senders;          ///< MAX_SENDERS: sender slots in the receive segment
     std::uint64_t rx_batch;             ///< RX_BATCH: most messages handled per progress call
-    bool cleanup_stale;        ///< CLEANUP_STALE: unlink segments of dead processes on open
-    base::config_ternary cma;  ///< CMA: cross-memory attach (rendezvous reads, put and get with
-                               ///< keys); no: neither, and the memory domain gives no keys
-    std::uint64_t cma_idle;    ///< CMA_IDLE: us without progress after which a sender is idle
-                               ///< (0: never)
-    std::uint64_t copy_bw;     ///< COPY_BW: MB/s of a rendezvous pushed through the queue
-    std::uint64_t cma_bw;      ///< CMA_BW: MB/s of one cross-memory-attach read
+    bool cleanup_stale;          ///< CLEANUP_STALE: unlink segments of dead processes on open
+    base::config_ternary cma;    ///< CMA: cross-memory attach (rendezvous reads, put and get with
+                                 ///< keys); no: neither, and the memory domain gives no keys
+    std::uint64_t cma_idle;      ///< CMA_IDLE: us without progress after which a sender is idle
+                                 ///< (0: never)
+    std::uint64_t copy_bw;       ///< COPY_BW: MB/s of a rendezvous pushed through the queue
+    std::uint64_t cma_bw;        ///< CMA_BW: MB/s of one cross-memory-attach read
     std::uint64_t cma_overhead;  ///< CMA_OVERHEAD: ns of one cross-memory-attach call
-    std::size_t rma_cma_min;   ///< RMA_CMA_MIN: smallest put/get with CMA on memory peers do not
-                               ///< map (below: not_supported, active messages)
+    std::size_t rma_cma_min;     ///< RMA_CMA_MIN: smallest put/get with CMA on memory peers do not
+                                 ///< map (below: not_supported, active messages)
 };
 
 /// The "SHM" table (WEFT_SHM_*).
