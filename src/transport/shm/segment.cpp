@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "base/topo.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace weft::transport::shm {
@@ -164,6 +165,33 @@ void unlink_segment(const std::string &name)
     std::erase_if(l.names, [&](const auto &e) { return e.first == name && e.second == me; });
 }
 
+namespace {
+
+/// Fault in the pages of a new segment after its memory policy is set (what
+/// MAP_POPULATE does without placement). An exhausted /dev/shm fails here,
+/// with a message, not with SIGBUS on the data path.
+status populate(void *base, std::size_t len, const std::string &name)
+{
+    if (madvise(base, len, MADV_POPULATE_WRITE) == 0) {
+        return status::ok;
+    }
+    const int err = errno;
+    if (err != EINVAL) {
+        WEFT_LOG(shm, error, "populating %s (%zu bytes) failed: %s", name.c_str(), len,
+                 std::strerror(err));
+        return status::no_memory;
+    }
+    // Before Linux 5.14: touch each page (the file is zero-filled, and no
+    // peer knows the segment yet).
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    for (std::size_t off = 0; off < len; off += page) {
+        static_cast<volatile char *>(base)[off] = 0;
+    }
+    return status::ok;
+}
+
+}  // namespace
+
 status create_segment(const segment_params &p, mapping &out, segment_geometry &geo)
 {
     const segment_layout l = compute_layout(p.fifo_size, p.bcopy_size, p.nslots);
@@ -194,8 +222,10 @@ status create_segment(const segment_params &p, mapping &out, segment_geometry &g
     }
     // MAP_POPULATE: fault the pages in now, not on the data path. It also makes
     // /dev/shm exhaustion fail here (with a message) rather than SIGBUS later.
-    void *base =
-        mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    // With placement, the pages are bound to our NUMA node first (the FIFO and
+    // the bcopy slots are read here, by the owner), then faulted in.
+    void *base = mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | (p.placement ? 0 : MAP_POPULATE), fd, 0);
     const int map_err = errno;
     close(fd);
     if (base == MAP_FAILED) {
@@ -206,6 +236,14 @@ status create_segment(const segment_params &p, mapping &out, segment_geometry &g
     }
     out = mapping(base, l.total_size);
     note_created(name);
+    if (p.placement) {
+        (void)base::bind_local(base::topology::machine(), base, l.total_size, name.c_str());
+        if (const status s = populate(base, l.total_size, name); s != status::ok) {
+            out.reset();
+            unlink_segment(name);
+            return s;
+        }
+    }
 
     // The file is zero-filled: slots are free (state 0) and resv words are 0.
     segment_header *h = seg_header(base);

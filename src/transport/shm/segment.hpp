@@ -293,6 +293,7 @@ struct segment_params {
     std::uint32_t fifo_size;
     std::uint32_t bcopy_size;
     std::uint32_t nslots;
+    bool placement;  ///< bind the pages to the caller's NUMA node before they are touched
 };
 
 /// Create (replacing a stale one of the same name), size, map and initialise an

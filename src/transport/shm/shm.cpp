@@ -39,6 +39,7 @@
 
 #include "base/copy.hpp"
 #include "base/log.hpp"
+#include "base/topo.hpp"
 #include "transport/shm/fifo_inl.hpp"
 #include "transport/shm/md.hpp"
 #include "transport/shm/segment.hpp"
@@ -1727,6 +1728,7 @@ base::result<std::unique_ptr<iface>> open(const open_params &p, const config &cf
     sp.fifo_size = static_cast<std::uint32_t>(cfg.fifo_size);
     sp.bcopy_size = static_cast<std::uint32_t>(cfg.bcopy_size);
     sp.nslots = static_cast<std::uint32_t>(cfg.max_senders);
+    sp.placement = cfg.placement;
     mapping seg;
     segment_geometry geo{};
     const status s = create_segment(sp, seg, geo);
@@ -1785,6 +1787,7 @@ base::result<std::unique_ptr<iface>> open_component(const open_params &p, const 
     (void)md;
     config c{};
     cfg.load(shm_config_table, &c);
+    c.placement = base::topo_enabled(cfg);
     return shm::open(p, c);
 }
 

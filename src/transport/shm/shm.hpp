@@ -34,6 +34,9 @@ struct config {
     std::uint64_t cma_overhead;  ///< CMA_OVERHEAD: ns of one cross-memory-attach call
     std::size_t rma_cma_min;     ///< RMA_CMA_MIN: smallest put/get with CMA on memory peers do not
                                  ///< map (below: not_supported, active messages)
+    /// Not an SHM variable: WEFT_TOPO_PLACEMENT=auto (the component sets it):
+    /// segments on the caller's NUMA node (docs/topology.md).
+    bool placement = true;
 };
 
 /// The "SHM" table (WEFT_SHM_*).

@@ -15,11 +15,13 @@
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <functional>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <memory>
 #include <signal.h>
+#include <sstream>
 #include <string>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -33,6 +35,7 @@
 #include <gtest/gtest.h>
 
 #include "base/config.hpp"
+#include "base/topo.hpp"
 #include "test/log_expect.hpp"
 #include "transport/address.hpp"
 #include "transport/iface.hpp"
@@ -323,6 +326,59 @@ TEST(shm, attributes_and_address)
     ASSERT_EQ(bad.add(shm::wire_id, nullptr, 0, &long_cookie, sizeof(long_cookie)), status::ok);
     EXPECT_FALSE(a->tl->reachable(bad.get())) << "malformed shm blob";
     ASSERT_NE(shm::get_stats(*a->tl), nullptr);
+}
+
+/// The memory policy /proc/self/numa_maps shows for our mapping of `path`
+/// ("default", "prefer:0", "prefer (many):0"); "" when it is not mapped.
+std::string numa_policy_of(const std::string &path)
+{
+    std::ifstream f("/proc/self/numa_maps");
+    for (std::string line; std::getline(f, line);) {
+        if (line.find(" file=" + path) == std::string::npos) {
+            continue;
+        }
+        std::istringstream in(line);
+        std::string word;
+        std::string policy;
+        in >> word;  // the address
+        while (in >> word && word.find('=') == std::string::npos) {
+            policy += (policy.empty() ? "" : " ") + word;
+        }
+        return policy;
+    }
+    return "";
+}
+
+TEST(shm, segment_placement_on_and_off)
+{
+    // WEFT_TOPO_PLACEMENT: on, the receive segment (FIFO and bcopy slots) is
+    // bound to this process's NUMA node before its pages are touched; off, it
+    // is left to the kernel. Either way the endpoint works.
+    std::string why;
+    const int node =
+        weft::base::local_node(weft::base::topology::machine(), weft::base::caller_cpus(), why);
+    for (const bool placement : {false, true}) {
+        shm::config cfg = test_config();
+        cfg.placement = placement;
+        auto a = open_ep(1, cfg);
+        auto b = open_ep(2, cfg);
+        ASSERT_TRUE(a && b);
+        const std::string policy = numa_policy_of(dev_shm_path(b->addr.pid(), 2));
+        if (!placement) {
+            EXPECT_EQ(policy, "default");
+        } else if (node >= 0) {
+            EXPECT_EQ(policy.rfind("prefer", 0), 0U) << policy;
+            EXPECT_TRUE(policy.ends_with(":" + std::to_string(node))) << policy;
+        } else {
+            EXPECT_EQ(policy, "default") << "no single local node (" << why << "): not bound";
+        }
+        conn_id c = invalid_id;
+        ASSERT_EQ(a->tl->connect(b->addr, c), status::ok);
+        const std::uint8_t msg[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+        ASSERT_EQ(send_short(*a, c, cycle_am(1), msg, 8, msg + 8, 8), status::ok);
+        ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 1; }));
+        EXPECT_EQ(b->rx[0].bytes, std::vector<std::uint8_t>(msg, msg + 16));
+    }
 }
 
 TEST(shm, short_messages_every_size_in_order)
