@@ -271,7 +271,7 @@ class sysfs_topology final : public topology {
             return p;
         }
         device_place q = judge(*this, {nodes_[0].id}, cpus);
-        q.why = "the only " + q.why + " (" + p.why + ")";
+        q.why = "one NUMA node: " + q.why + " (" + p.why + ")";
         return q;
     }
 
@@ -407,7 +407,7 @@ class hwloc_topology final : public topology {
         const id_set all = numa_nodes();
         if (all.size() == 1) {
             device_place q = judge(*this, all, cpus);
-            q.why = "the only " + q.why + " (" + p.why + ")";
+            q.why = "one NUMA node: " + q.why + " (" + p.why + ")";
             return q;
         }
         return p;

@@ -180,6 +180,34 @@ std::vector<if_addr> select_addresses(const if_spec &spec, const std::vector<if_
     return picked;
 }
 
+std::vector<if_addr> nearest_first(std::vector<if_addr> picked, const base::topology &t,
+                                   const base::id_set &cpus, std::vector<std::string> *why)
+{
+    std::vector<std::string> names;
+    for (const if_addr &a : picked) {
+        if (std::find(names.begin(), names.end(), a.name) == names.end()) {
+            names.push_back(a.name);
+        }
+    }
+    const std::vector<base::device_place> places =
+        base::locate_all(t, base::io_class::net, names, cpus);
+    const auto rank = [&](const if_addr &a) {
+        const auto i =
+            static_cast<std::size_t>(std::find(names.begin(), names.end(), a.name) - names.begin());
+        return places[i].near;
+    };
+    std::stable_sort(picked.begin(), picked.end(),
+                     [&](const if_addr &x, const if_addr &y) { return rank(x) < rank(y); });
+    if (why != nullptr) {
+        why->clear();
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            why->push_back(names[i] + ": " + base::nearness_name(places[i].near) + ": " +
+                           places[i].why);
+        }
+    }
+    return picked;
+}
+
 std::vector<if_addr> local_addresses()
 {
     std::vector<if_addr> out;

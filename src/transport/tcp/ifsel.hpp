@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/status.hpp"
+#include "base/topo.hpp"
 #include "transport/tcp/wire.hpp"
 
 namespace weft::transport::tcp {
@@ -64,6 +65,14 @@ struct if_spec {
 /// link-local addresses never), in the order of `all` with IPv4 first.
 [[nodiscard]] std::vector<if_addr> select_addresses(const if_spec &spec,
                                                     const std::vector<if_addr> &all);
+
+/// `picked` with the addresses of the interfaces nearest `cpus` (the caller's)
+/// first in topology `t` (docs/topology.md); stable, so among equally near
+/// ones IPv4 stays first and the machine's order stays. `why` (if not null)
+/// gets one line per interface ("eth0: local: NUMA node 0; ...").
+[[nodiscard]] std::vector<if_addr> nearest_first(std::vector<if_addr> picked,
+                                                 const base::topology &t, const base::id_set &cpus,
+                                                 std::vector<std::string> *why = nullptr);
 
 /// This machine's interface addresses (getifaddrs), in its order.
 [[nodiscard]] std::vector<if_addr> local_addresses();

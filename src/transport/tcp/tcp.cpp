@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/topo.hpp"
 #include "transport/tcp/ifsel.hpp"
 #include "transport/tcp/wire.hpp"
 
@@ -1738,7 +1739,12 @@ std::vector<resource> query(const base::config_store &store, std::string &why)
         return {};
     }
     const std::vector<if_addr> all = local_addresses();
-    const std::vector<if_addr> picked = select_addresses(cc.spec, all);
+    std::vector<if_addr> picked = select_addresses(cc.spec, all);
+    std::vector<std::string> places;
+    if (base::topo_enabled(store)) {
+        picked = nearest_first(std::move(picked), base::topology::machine(), base::caller_cpus(),
+                               &places);
+    }
     if (picked.empty()) {
         why = "no interface is up that WEFT_TCP_IF=" + cc.cfg.interfaces + " selects";
         return {};
@@ -1754,6 +1760,9 @@ std::vector<resource> query(const base::config_store &store, std::string &why)
     }
     if (picked.size() > max_blob_addrs) {
         detail += " (" + std::to_string(picked.size() - max_blob_addrs) + " more not used)";
+    }
+    for (const std::string &p : places) {
+        detail += "; " + p;
     }
     return {{names, detail}};
 }
@@ -1776,6 +1785,11 @@ base::result<std::unique_ptr<iface>> open(const open_params &p, const resource &
         return st;
     }
     std::vector<if_addr> picked = select_addresses(cc.spec, local_addresses());
+    if (base::topo_enabled(store)) {
+        // The nearest interfaces first: they are the ones advertised when
+        // there are more than fit, and the ones peers dial first.
+        picked = nearest_first(std::move(picked), base::topology::machine(), base::caller_cpus());
+    }
     if (picked.empty()) {
         WEFT_LOG(tcp, info, "no interface is up that WEFT_TCP_IF=%s selects",
                  cc.cfg.interfaces.c_str());

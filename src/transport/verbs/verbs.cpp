@@ -19,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@
 
 #include "base/log.hpp"
 #include "base/rcache.hpp"
+#include "base/topo.hpp"
 #include "transport/verbs/device.hpp"
 #include "transport/verbs/verbs.hpp"
 #include "transport/verbs/wire.hpp"
@@ -76,16 +78,25 @@ struct slab {
     ~slab()
     {
         mr.reset();
-        std::free(base);
+        if (base != nullptr) {
+            munmap(base, len);
+        }
     }
-    [[nodiscard]] status alloc(ibv_pd *pd, std::size_t bytes)
+    /// `placement`: bind the pages to the caller's NUMA node before they are
+    /// first touched (fresh pages from mmap, so the binding applies to all).
+    [[nodiscard]] status alloc(ibv_pd *pd, std::size_t bytes, bool placement)
     {
         len = (bytes + 4095) & ~std::size_t{4095};
-        if (posix_memalign(&base, 4096, len) != 0) {
+        base = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED) {
             base = nullptr;
             return status::no_memory;
         }
-        std::memset(base, 0, len);
+        if (placement) {
+            (void)weft::base::bind_local(weft::base::topology::machine(), base, len,
+                                         "verbs buffers");
+        }
+        std::memset(base, 0, len);  // fault the pages in now, not on the data path
         mr.reset(ibv_reg_mr(pd, base, len, IBV_ACCESS_LOCAL_WRITE));
         if (mr == nullptr) {
             WEFT_LOG(verbs, error, "registering %zu bytes of buffers failed: %s", len,
@@ -565,7 +576,8 @@ status verbs_iface::init()
 
     const auto nbounce =
         static_cast<std::uint32_t>(std::clamp<std::uint64_t>(cfg_.tx_bufs, 4, 65536));
-    if (const status st = bounce_.alloc(dev_->pd(), std::size_t{nbounce} * cfg_.seg_size);
+    if (const status st =
+            bounce_.alloc(dev_->pd(), std::size_t{nbounce} * cfg_.seg_size, cfg_.placement);
         st != status::ok) {
         return st;
     }
@@ -593,8 +605,8 @@ status verbs_iface::init()
     }
 
     // The handshake's UD queue pair and its buffers.
-    if (const status st =
-            ud_slab_.alloc(dev_->pd(), std::size_t{ud_recv_count + ud_send_count} * ud_slot);
+    if (const status st = ud_slab_.alloc(
+            dev_->pd(), std::size_t{ud_recv_count + ud_send_count} * ud_slot, cfg_.placement);
         st != status::ok) {
         return st;
     }
@@ -660,7 +672,8 @@ status verbs_iface::init()
     if (da.atomic_cap != IBV_ATOMIC_NONE) {
         // 64-bit fetch-and-add and compare-and-swap, the two verbs atomics. A
         // non-fetching add is a fetch-and-add whose old value is dropped.
-        if (const status st = amo_slab_.alloc(dev_->pd(), std::size_t{amo_slots} * 8);
+        if (const status st =
+                amo_slab_.alloc(dev_->pd(), std::size_t{amo_slots} * 8, cfg_.placement);
             st != status::ok) {
             return st;
         }
@@ -695,7 +708,7 @@ std::size_t verbs_iface::grow_rx(std::size_t n)
     }
     n = std::min<std::size_t>(n, limit - rx_posted_total_);
     slab s;
-    if (s.alloc(dev_->pd(), n * cfg_.seg_size) != status::ok) {
+    if (s.alloc(dev_->pd(), n * cfg_.seg_size, cfg_.placement) != status::ok) {
         return 0;
     }
     const auto first = static_cast<std::uint32_t>(rx_buf_.size());
@@ -1949,12 +1962,37 @@ std::vector<resource> query(const base::config_store &store, std::string &why)
     std::string none;
     const auto &ports = all_active_ports(&none);
     std::vector<resource> out;
+    std::vector<std::string> devices;
     std::string names;
     for (const port_info &p : ports) {
         names += (names.empty() ? "" : ", ") + p.name;
         if (port_matches(p, cfg.device)) {
             out.push_back({p.name, p.ethernet ? "RoCE port" : "InfiniBand port"});
+            devices.push_back(p.device);
         }
+    }
+    // The port nearest the caller's CPUs first (docs/topology.md); among
+    // equally near ones, libibverbs's order. WEFT_VERBS_DEVICE, when given,
+    // has already chosen.
+    if (base::topo_enabled(store) && !out.empty()) {
+        const auto places = base::locate_all(base::topology::machine(), base::io_class::rdma,
+                                             devices, base::caller_cpus());
+        std::vector<std::size_t> order(out.size());
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            order[i] = i;
+            out[i].detail +=
+                std::string(", ") + base::nearness_name(places[i].near) + ": " + places[i].why;
+        }
+        if (cfg.device.empty()) {
+            std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+                return places[a].near < places[b].near;
+            });
+        }
+        std::vector<resource> sorted;
+        for (std::size_t i : order) {
+            sorted.push_back(std::move(out[i]));
+        }
+        out = std::move(sorted);
     }
     if (out.empty()) {
         why = ports.empty() ? none
@@ -1979,6 +2017,7 @@ base::result<std::unique_ptr<iface>> open_component(const open_params &p, const 
     (void)res;
     config cfg{};
     store.load(config_table(), &cfg);
+    cfg.placement = base::topo_enabled(store);
     return open_on(p, device_of(md), cfg);
 }
 

@@ -49,6 +49,9 @@ struct config {
     std::uint64_t rcache_max_regions;  ///< RCACHE_MAX_REGIONS: unused registrations kept
     std::size_t rcache_max_bytes;      ///< RCACHE_MAX_BYTES: bytes of unused registrations kept
     base::config_ternary fork_init;    ///< FORK_INIT: call ibv_fork_init (auto: only if needed)
+    /// Not a VERBS variable: WEFT_TOPO_PLACEMENT=auto (the component sets it):
+    /// buffers on the caller's NUMA node, the nearest port first.
+    bool placement = true;
 };
 
 /// The "VERBS" table (WEFT_VERBS_*).

@@ -27,11 +27,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/topo.hpp"
 #include "core/objects.hpp"
 #include "test/log_expect.hpp"
 #include "test/transport/harness.hpp"
@@ -189,6 +192,44 @@ TEST(tcp_if, include_and_exclude_lists)
     EXPECT_EQ(texts(pick("^eth0,eth1")), (std::vector<std::string>{"lo=127.0.0.1/8", "lo=::1/128"}))
         << "everything excluded but loopback: loopback";
     EXPECT_EQ(texts(pick("^eth0,eth1,127.0.0.0/8")), (std::vector<std::string>{"lo=::1/128"}));
+}
+
+TEST(tcp_if, nearest_interfaces_first)
+{
+    // Two NUMA nodes (CPUs 0-1, 2-3); eth0 on node 0, eth1 on node 1, lo virtual.
+    char tmpl[] = "/tmp/weft-tcp-topo-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string root = tmpl;
+    const auto file = [&](const std::string &path, const char *text) {
+        const std::filesystem::path f = root + "/" + path;
+        std::filesystem::create_directories(f.parent_path());
+        std::ofstream(f) << text;
+    };
+    file("devices/system/node/node0/cpulist", "0-1\n");
+    file("devices/system/node/node1/cpulist", "2-3\n");
+    file("class/net/eth0/device/numa_node", "0\n");
+    file("class/net/eth1/device/numa_node", "1\n");
+    std::filesystem::create_directories(root + "/class/net/lo");
+    const auto topo = weft::base::topology::from_sysfs(root);
+    const std::vector<tcp::if_addr> picked = pick("auto");  // eth0 v4, eth1, eth0 v6
+    std::vector<std::string> why;
+    EXPECT_EQ(
+        texts(tcp::nearest_first(picked, *topo, {2, 3}, &why)),
+        (std::vector<std::string>{"eth1=10.1.0.5/16", "eth0=192.0.2.2/24", "eth0=fd00::2/64"}))
+        << "from node 1, eth1 first";
+    ASSERT_EQ(why.size(), 2U);
+    EXPECT_EQ(why[0].rfind("eth0: remote", 0), 0U) << why[0];
+    EXPECT_EQ(why[1].rfind("eth1: local", 0), 0U) << why[1];
+    EXPECT_EQ(
+        texts(tcp::nearest_first(picked, *topo, {0})),
+        (std::vector<std::string>{"eth0=192.0.2.2/24", "eth0=fd00::2/64", "eth1=10.1.0.5/16"}))
+        << "from node 0, both of eth0's addresses before the remote eth1";
+    EXPECT_EQ(texts(tcp::nearest_first(picked, *topo, {1, 2})), texts(picked))
+        << "CPUs on both nodes: both partly near, the order stays";
+    EXPECT_EQ(texts(tcp::nearest_first(pick("10.0.0.0/8,lo"), *topo, {0})),
+              (std::vector<std::string>{"eth1=10.1.0.5/16", "lo=127.0.0.1/8", "lo=::1/128"}))
+        << "WEFT_TCP_IF still chooses; a remote interface beats an unknown one";
+    std::filesystem::remove_all(root);
 }
 
 TEST(tcp_if, dial_order)
