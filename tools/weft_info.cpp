@@ -2,12 +2,14 @@
 // capabilities, limits and cost models, and what weft_getinfo reports; -c
 // prints every configuration variable with its type, default, value and
 // description (an invalid value says why).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <unistd.h>
 
 #include "base/config.hpp"
+#include "base/topo.hpp"
 #include "core/core_config.hpp"
 #include "core/objects.hpp"
 #include "transport/registry.hpp"
@@ -185,6 +187,57 @@ void print_transports(const char *only)
     }
 }
 
+/// The placement decisions (docs/topology.md): where the topology comes
+/// from, the caller's CPUs and NUMA node, and every RDMA device and network
+/// interface, nearest first (the order the verbs and tcp transports use).
+void print_topology()
+{
+    namespace b = weft::base;
+    b::config_store store;
+    (void)store.read_environment();
+    if (!b::topo_enabled(store)) {
+        std::printf(
+            "topology: placement off (WEFT_TOPO_PLACEMENT=off): devices in the "
+            "system's order, memory where the kernel puts it, the progress thread on "
+            "the CPUs it inherits\n\n");
+        return;
+    }
+    const b::topology &t = b::topology::machine();
+    const b::id_set cpus = b::caller_cpus();
+    std::printf("topology: %s%s\n", t.summary().c_str(),
+                t.source() == b::topo_source::sysfs ? " (no hwloc: sysfs fallback)" : "");
+    std::string why;
+    const int node = b::local_node(t, cpus, why);
+    std::printf("    caller:    CPUs %s\n", b::id_set_text(cpus).c_str());
+    if (node >= 0) {
+        std::printf("    memory:    shm segments and verbs buffers on NUMA node %d (%s)\n", node,
+                    why.c_str());
+    } else {
+        std::printf("    memory:    left to the kernel (%s)\n", why.c_str());
+    }
+    const b::id_set helper = b::helper_cpus(t, cpus, why);
+    std::printf("    progress:  the auto-progress thread %s%s (%s)\n",
+                helper.empty() ? "keeps the caller's CPUs" : "runs on CPUs ",
+                b::id_set_text(helper).c_str(), why.c_str());
+    for (const b::io_class c : {b::io_class::rdma, b::io_class::net}) {
+        const std::vector<std::string> names = b::list_devices(c);
+        const std::vector<b::device_place> places = b::locate_all(t, c, names, cpus);
+        std::vector<std::size_t> order(names.size());
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            order[i] = i;
+        }
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+            return places[x].near < places[y].near;
+        });
+        const char *kind = c == b::io_class::rdma ? "rdma" : "net";
+        for (std::size_t i : order) {
+            std::printf("    %-4s %-10s %s: %s\n", kind, names[i].c_str(),
+                        b::nearness_name(places[i].near), places[i].why.c_str());
+        }
+    }
+    std::printf("\n");
+}
+
 void usage(const char *prog)
 {
     std::printf(
@@ -222,6 +275,9 @@ int main(int argc, char **argv)
         }
     }
     weft::core::init_once();
+    if (transport == nullptr) {
+        print_topology();
+    }
     print_transports(transport);
     weft_info *hints = weft_info_alloc();
     if (hints == nullptr) {

@@ -172,9 +172,22 @@ void weft_domain::add_ep(weft_ep *ep)
     if (info.domain_attr.progress != WEFT_PROGRESS_AUTO || progress_thread.joinable()) {
         return;
     }
+    // Near the caller (docs/topology.md): the CPUs of its NUMA node, not just
+    // the ones it is bound to (which the thread would inherit, and compete for).
+    weft::base::id_set cpus;
+    if (fabric != nullptr && weft::base::topo_enabled(fabric->config)) {
+        using weft::log_core;
+        std::string why;
+        cpus = weft::base::helper_cpus(weft::base::topology::machine(), weft::base::caller_cpus(),
+                                       why);
+        WEFT_LOG(core, debug, "progress thread: %s", why.c_str());
+    }
     // Auto progress: poll every endpoint; sleep briefly when a round finds nothing,
     // so an idle job does not burn a core.
-    progress_thread = std::thread([this] {
+    progress_thread = std::thread([this, cpus] {
+        if (!cpus.empty()) {
+            (void)weft::base::bind_this_thread(cpus);
+        }
         unsigned idle = 0;
         while (!stop.load(std::memory_order_acquire)) {
             unsigned n = 0;

@@ -3,13 +3,22 @@
 // counters, selective completion, address vectors, threading and auto progress.
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/topo.hpp"
 #include "core/objects.hpp"
 #include "log_expect.hpp"
 #include "proto/stack.hpp"
@@ -786,6 +795,69 @@ TEST(threading, safe_level_with_concurrent_senders_and_auto_progress)
         ASSERT_EQ(in[i], static_cast<std::uint32_t>(i));
         ASSERT_EQ(in[per_thread + i], static_cast<std::uint32_t>(i));
     }
+}
+
+/// The threads of this process other than the caller, and the CPUs each may run on.
+static std::map<int, std::string> other_threads()
+{
+    std::map<int, std::string> out;
+    const int me = static_cast<int>(syscall(SYS_gettid));
+    for (const auto &e : std::filesystem::directory_iterator("/proc/self/task")) {
+        const int tid = std::atoi(e.path().filename().c_str());
+        if (tid == me) {
+            continue;
+        }
+        std::ifstream f(e.path() / "status");
+        for (std::string line; std::getline(f, line);) {
+            if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+                out[tid] = line.substr(line.find_first_not_of(" \t", 18));
+            }
+        }
+    }
+    return out;
+}
+
+/// The CPUs of the auto-progress thread of a domain opened by this thread,
+/// with WEFT_TOPO_PLACEMENT=`placement`. The thread binds itself when it
+/// starts: wait (up to 2 s) for it to differ from the CPUs it inherits, then
+/// read it once more.
+static std::string progress_thread_cpus(const char *placement)
+{
+    const std::string inherited = weft::base::id_set_text(weft::base::caller_cpus());
+    setenv("WEFT_TOPO_PLACEMENT", placement, 1);
+    const std::map<int, std::string> before = other_threads();
+    std::string cpus;
+    {
+        self_ep s(WEFT_CQ_FORMAT_CONTEXT, 0, 0, WEFT_THREAD_SAFE, WEFT_PROGRESS_AUTO);
+        for (int i = 0; i < 200 && (cpus.empty() || cpus == inherited); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            for (const auto &[tid, list] : other_threads()) {
+                if (before.count(tid) == 0) {
+                    cpus = list;
+                }
+            }
+        }
+    }
+    unsetenv("WEFT_TOPO_PLACEMENT");
+    return cpus;
+}
+
+TEST(threading, auto_progress_thread_runs_near_the_caller)
+{
+    const weft::base::topology &t = weft::base::topology::machine();
+    const weft::base::id_set all = weft::base::caller_cpus();
+    ASSERT_FALSE(all.empty());
+    std::string why;
+    const weft::base::id_set node_cpus = weft::base::helper_cpus(t, {all[0]}, why);
+    if (node_cpus.size() < 2) {
+        GTEST_SKIP() << "CPU " << all[0] << "'s NUMA node has no other CPU: " << why;
+    }
+    ASSERT_TRUE(weft::base::bind_this_thread({all[0]}));
+    // Placement on: the CPUs of the caller's node; off: the caller's one CPU,
+    // inherited.
+    EXPECT_EQ(progress_thread_cpus("auto"), weft::base::id_set_text(node_cpus));
+    EXPECT_EQ(progress_thread_cpus("off"), std::to_string(all[0]));
+    ASSERT_TRUE(weft::base::bind_this_thread(all));
 }
 
 // `window`: WEFT_CREDIT_WINDOW for this run (nullptr: the default).
