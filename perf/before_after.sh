@@ -21,8 +21,11 @@ usage: perf/before_after.sh --before PATH [options]
   --bench LIST    benchmarks (default lat,bw,bibw,rate)
   --quick         compare.sh's subset of sizes
   --sizes LIST    these sizes (compare.sh --sizes)
-  The two builds may be one weft_perf run two ways: a wrapper script that sets
-  variables and execs it (e.g. WEFT_RNDV_GET_MIN=inf) works as a "build".
+  --before-env VAR=VALUE, --after-env VAR=VALUE (repeatable)
+                  run that side with these variables set: one build measured
+                  two ways, e.g. --before build/perf/weft_perf
+                  --before-env WEFT_RNDV_GET_MIN=inf --after build/perf/weft_perf
+                  --after-env WEFT_RNDV_GET_MIN=0
   --out DIR       write DIR/before_after.txt and DIR/before_after.csv (default ./before-after)
   -h, --help
 EOF
@@ -38,6 +41,8 @@ runs=6
 benches="lat,bw,bibw,rate"
 quick=()
 out="before-after"
+before_env=()
+after_env=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --before) [ $# -ge 2 ] || die "--before needs a path"; before="$2"; shift 2 ;;
@@ -47,6 +52,11 @@ while [ $# -gt 0 ]; do
         --quick) quick+=(--quick); shift ;;
         --sizes) [ $# -ge 2 ] || die "--sizes needs a list"; quick+=(--sizes "$2"); shift 2 ;;
         --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
+        --before-env|--after-env)
+            [ $# -ge 2 ] || die "$1 needs VAR=VALUE"
+            case "$2" in [A-Za-z_]*=*) ;; *) die "$1 needs VAR=VALUE, not '$2'" ;; esac
+            if [ "$1" = --before-env ]; then before_env+=("$2"); else after_env+=("$2"); fi
+            shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option $1" ;;
     esac
@@ -61,6 +71,28 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/weft_before_after.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 echo "build,run,benchmark,size,min,median" >"$work/all.csv"
+
+# A side with variables of its own runs through a wrapper that sets them
+# (compare.sh and mpirun pass the environment on to both ranks).
+wrap() {  # wrap NAME BIN VAR=VALUE...: print the program to run for that side
+    local name=$1 bin=$2
+    shift 2
+    if [ $# -eq 0 ]; then
+        echo "$bin"
+        return
+    fi
+    local w="$work/$name"
+    {
+        echo '#!/bin/sh'
+        printf 'exec env'
+        printf " %q" "$@"
+        printf " %q \"\$@\"\n" "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+    } >"$w"
+    chmod +x "$w"
+    echo "$w"
+}
+before=$(wrap before "$before" "${before_env[@]+"${before_env[@]}"}")
+after=$(wrap after "$after" "${after_env[@]+"${after_env[@]}"}")
 
 # One verification pass of each build first (every message checked).
 for which in before after; do
