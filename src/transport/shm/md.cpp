@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "base/topo.hpp"
 #include "transport/shm/shm.hpp"
 
 namespace weft::transport::shm {
@@ -50,6 +51,7 @@ class shm_md final : public memory_domain {
     explicit shm_md(const md_params &p)
         : nslots_(p.nslots),
           keys_(p.keys),
+          placement_(p.placement),
           pid_(static_cast<std::uint32_t>(getpid())),
           serial_(next_serial.fetch_add(1, std::memory_order_relaxed)),
           name_(md_table_name(pid_, serial_))
@@ -173,6 +175,10 @@ class shm_md final : public memory_domain {
             return status::no_memory;
         }
         note_created(name);
+        if (placement_) {
+            // The policy is the file's: it holds for the pages peers fault in too.
+            (void)base::bind_local(base::topology::machine(), base, size, name.c_str());
+        }
         allocs_.emplace(reinterpret_cast<std::uintptr_t>(base),
                         allocation{id, mapping(base, size), name});
         addr = base;
@@ -352,6 +358,7 @@ class shm_md final : public memory_domain {
 
     const std::uint32_t nslots_;
     const md_keys keys_;
+    const bool placement_;
     const std::uint32_t pid_;
     const std::uint32_t serial_;
     const std::string name_;

@@ -192,6 +192,9 @@ struct md_params {
     /// Table size, in [1, max_md_slots] (md_table_slots; tests use small ones).
     std::uint32_t nslots;
     md_keys keys;
+    /// Memory from alloc() is bound to the caller's NUMA node before anyone
+    /// touches it (WEFT_TOPO_PLACEMENT, docs/topology.md).
+    bool placement = false;
 };
 
 /// The shm memory domain. Its table is created on the first registration and

@@ -1745,7 +1745,8 @@ std::unique_ptr<memory_domain> open_md(const config &cfg)
     // either (a peer could not use them on our memory without it).
     return make_md(
         {.nslots = md_table_slots,
-         .keys = cfg.cma == base::config_ternary::no ? md_keys::none : md_keys::publish});
+         .keys = cfg.cma == base::config_ternary::no ? md_keys::none : md_keys::publish,
+         .placement = cfg.placement});
 }
 
 const stats *get_stats(const iface &tl) noexcept
@@ -1776,6 +1777,7 @@ base::result<std::unique_ptr<memory_domain>> open_md_component(const base::confi
     (void)res;
     config c{};
     cfg.load(shm_config_table, &c);
+    c.placement = base::topo_enabled(cfg);
     return shm::open_md(c);
 }
 

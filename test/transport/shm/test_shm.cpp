@@ -378,6 +378,26 @@ TEST(shm, segment_placement_on_and_off)
         ASSERT_EQ(send_short(*a, c, cycle_am(1), msg, 8, msg + 8, 8), status::ok);
         ASSERT_TRUE(progress_until({b.get()}, [&] { return b->rx.size() == 1; }));
         EXPECT_EQ(b->rx[0].bytes, std::vector<std::uint8_t>(msg, msg + 16));
+
+        // Memory from the memory domain (weft_mr_alloc) likewise.
+        if (cfg.cma == weft::base::config_ternary::no) {
+            continue;  // no keys: no allocations
+        }
+        auto md = shm::open_md(cfg);
+        void *addr = nullptr;
+        std::uint64_t h = 0;
+        ASSERT_EQ(md->alloc(8192, addr, h), status::ok);
+        const std::string mem =
+            "/dev/shm" + shm::mem_object_name(static_cast<std::uint32_t>(getpid()),
+                                              static_cast<std::uint32_t>(h));
+        const std::string mem_policy = numa_policy_of(mem);
+        if (placement && node >= 0) {
+            EXPECT_EQ(mem_policy.rfind("prefer", 0), 0U) << mem_policy;
+        } else {
+            EXPECT_EQ(mem_policy, "default");
+        }
+        static_cast<char *>(addr)[0] = 1;
+        md->free(h);
     }
 }
 
