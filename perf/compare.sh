@@ -33,6 +33,13 @@ usage: perf/compare.sh [options] [WEFT_PERF]
   --backend LIST         backends (default weft,ucx; e.g. ucx alone)
   --reps N               interleaved repetitions per size (default 10, at least 10)
   --no-check             skip the --verify pass before the timed runs
+  --netns                the two processes on two nodes: the network namespaces of
+                         contrib/netns/weft-netns (up first), one process per node
+                         (`weft-netns mpirun --map-by node`, no binding), so both backends
+                         cross the veth pair over TCP; weft_perf -t tcp (weft's tcp
+                         transport), UCX_TLS defaults to tcp
+                         (docs/multinode.md, docs/performance.md "tcp across two network
+                         namespaces")
   -h, --help
 Arguments after -- go to weft_perf unchanged (e.g. -- --window 128).
 Environment: MPIRUN (default mpirun), UCX_TLS (passed through; unset = UCX's choice),
@@ -55,6 +62,7 @@ sizes=""
 check=1
 reps=10
 weft_perf=""
+netns=0
 extra=()
 
 while [ $# -gt 0 ]; do
@@ -68,6 +76,7 @@ while [ $# -gt 0 ]; do
         --backend) [ $# -ge 2 ] || die "--backend needs a list"; backends="$2"; shift 2 ;;
         --reps) [ $# -ge 2 ] || die "--reps needs a number"; reps="$2"; shift 2 ;;
         --no-check) check=0; shift ;;
+        --netns) netns=1; shift ;;
         --weft-perf) [ $# -ge 2 ] || die "--weft-perf needs a path"; weft_perf="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
@@ -109,9 +118,26 @@ echo "compare.sh: using $weft_perf" >&2
 
 mpirun="${MPIRUN:-mpirun}"
 command -v "$mpirun" >/dev/null 2>&1 || die "$mpirun not found (Open MPI's mpirun is the PMIx launcher)"
-launch=("$mpirun" -np 2 --bind-to core)
-if [ "$(id -u)" = 0 ]; then
-    launch+=(--allow-run-as-root)
+if [ "$netns" = 1 ]; then
+    # One process per node, on the nodes' host names; weft-netns mpirun adds the
+    # hostfile, the launch agent and --bind-to none (both nodes share the cores:
+    # each node's daemon would bind its rank to core 0), and --allow-run-as-root.
+    # UCX is told tcp unless UCX_TLS says otherwise.
+    export UCX_TLS="${UCX_TLS:-tcp}"
+    export WEFTNS_MPIRUN="$mpirun"
+    "$src_dir/contrib/netns/weft-netns" status >/dev/null 2>&1 ||
+        die "--netns: the network namespaces are not up (contrib/netns/weft-netns up, as root)"
+    launch=("$src_dir/contrib/netns/weft-netns" mpirun -np 2 --map-by node -x UCX_TLS)
+    [ -z "${WEFT_TRANSPORTS:-}" ] || launch+=(-x WEFT_TRANSPORTS)
+    # weft_perf asks weft_getinfo for shm unless told (-t); a later -t in the
+    # arguments after -- wins.
+    extra=(-t tcp "${extra[@]}")
+    : "${WEFT_PLOT_WHAT:=tcp across two network namespaces}"
+else
+    launch=("$mpirun" -np 2 --bind-to core)
+    if [ "$(id -u)" = 0 ]; then
+        launch+=(--allow-run-as-root)
+    fi
 fi
 
 # ------------------------------------------------------------------ sizes and iterations
@@ -207,6 +233,10 @@ cp "$work/results.csv" "$out/results.csv"
     elif git -C "$src_dir" rev-parse --short HEAD >/dev/null 2>&1; then
         echo "- weft commit: $(git -C "$src_dir" rev-parse --short HEAD)"
     fi
+    if [ "$netns" = 1 ]; then
+        echo "- launched across two network namespaces (--netns: contrib/netns/weft-netns mpirun, one process per node, no binding), UCX_TLS=$UCX_TLS"
+    fi
+    echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- $(if [ "$quick" = 1 ]; then echo "quick run (subset of sizes, fewer iterations)"; else echo "full run"; fi), $reps interleaved reps per size, timing runs without data checks"
     grep -E '^# (weft|ucx) *:' "$work/results.txt" | sort -u | sed 's/^# /- /'
     echo
