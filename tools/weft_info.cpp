@@ -227,7 +227,7 @@ void print_topology()
             order[i] = i;
         }
         std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-            return places[x].near < places[y].near;
+            return b::nearer(places[x], places[y]);
         });
         const char *kind = c == b::io_class::rdma ? "rdma" : "net";
         for (std::size_t i : order) {

@@ -14,12 +14,14 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "base/log.hpp"
 #include "config.h"
 
 #if WEFT_HAVE_HWLOC
 #include <hwloc.h>
+#include <hwloc/distances.h>
 #endif
 
 namespace weft::base {
@@ -158,6 +160,18 @@ device_place judge(const topology &t, id_set dev_nodes, const id_set &cpus)
     } else {
         p.near = nearness::remote;
         p.why = on + "; " + caller;
+        for (unsigned from : t.nodes_of(cpus)) {
+            for (unsigned to : p.nodes) {
+                const int d = t.numa_distance(from, to);
+                if (d < 0) {
+                    p.distance = -1;
+                    p.why += " (NUMA distance not known)";
+                    return p;
+                }
+                p.distance = p.distance < 0 ? d : std::min(p.distance, d);
+            }
+        }
+        p.why += " (NUMA distance " + std::to_string(p.distance) + ")";
     }
     return p;
 }
@@ -238,6 +252,25 @@ class sysfs_topology final : public topology {
             return single_node(p, cpus);
         }
         return judge(*this, {static_cast<unsigned>(n)}, cpus);
+    }
+
+    int numa_distance(unsigned from, unsigned to) const override
+    {
+        // nodeN/distance: one number per node, in the order of the node
+        // numbers.
+        std::size_t index = nodes_.size();
+        for (std::size_t i = 0; i < nodes_.size(); ++i) {
+            index = nodes_[i].id == to ? i : index;
+        }
+        std::istringstream in(
+            read_line(root_ + "/devices/system/node/node" + std::to_string(from) + "/distance"));
+        int d = -1;
+        for (std::size_t i = 0; i <= index && index < nodes_.size(); ++i) {
+            if (!(in >> d)) {
+                return -1;
+            }
+        }
+        return index < nodes_.size() ? d : -1;
     }
 
     status bind_area(void *addr, std::size_t len, unsigned node) const override
@@ -413,6 +446,30 @@ class hwloc_topology final : public topology {
         return p;
     }
 
+    int numa_distance(unsigned from, unsigned to) const override
+    {
+        unsigned nr = 1;
+        hwloc_distances_s *d = nullptr;
+        if (hwloc_distances_get_by_type(topo_, HWLOC_OBJ_NUMANODE, &nr, &d,
+                                        HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) != 0 ||
+            nr == 0 || d == nullptr) {
+            return -1;
+        }
+        int out = -1;
+        unsigned i = d->nbobjs;
+        unsigned j = d->nbobjs;
+        for (unsigned k = 0; k < d->nbobjs; ++k) {
+            i = d->objs[k]->os_index == from ? k : i;
+            j = d->objs[k]->os_index == to ? k : j;
+        }
+        if (i < d->nbobjs && j < d->nbobjs) {
+            out =
+                static_cast<int>(std::min<hwloc_uint64_t>(d->values[i * d->nbobjs + j], 1u << 30));
+        }
+        hwloc_distances_release(topo_, d);
+        return out;
+    }
+
     status bind_area(void *addr, std::size_t len, unsigned node) const override
     {
         bitmap set;
@@ -498,7 +555,10 @@ id_set topology::cpus_of(const id_set &nodes) const
 
 const topology &topology::machine()
 {
-    static const std::unique_ptr<topology> t = load_machine();  // thread-safe, once
+    // Thread-safe, once; never destroyed: hwloc unloads its plugins when its
+    // last topology goes, and a plugin's allocations (libpciaccess's) would
+    // then show as leaks from an unknown module at exit.
+    static const topology *const t = load_machine().release();
     return *t;
 }
 
@@ -537,6 +597,15 @@ int local_node(const topology &t, const id_set &cpus, std::string &why)
     }
     why = "the CPUs " + id_set_text(cpus) + " are on NUMA node " + id_set_text(nodes);
     return static_cast<int>(nodes[0]);
+}
+
+bool nearer(const device_place &a, const device_place &b) noexcept
+{
+    const auto key = [](const device_place &p) {
+        const int d = p.near == nearness::remote && p.distance >= 0 ? p.distance : INT32_MAX;
+        return std::pair<int, int>(static_cast<int>(p.near), d);
+    };
+    return key(a) < key(b);
 }
 
 std::vector<device_place> locate_all(const topology &t, io_class c,

@@ -82,8 +82,10 @@ enum class nearness : std::uint8_t {
 /// Where a device is, seen from a set of CPUs.
 struct device_place {
     nearness near = nearness::unknown;
-    id_set nodes;     ///< the device's NUMA node(s); empty: unknown
-    std::string why;  ///< one line: "NUMA node 1; the CPUs are on node 0"
+    id_set nodes;       ///< the device's NUMA node(s); empty: unknown
+    int distance = -1;  ///< remote: the NUMA distance (10: local) from the nearest of the
+                        ///< caller's nodes to the device's; -1: not known
+    std::string why;    ///< one line: "NUMA node 1; the CPUs are on node 0"
 };
 
 class topology {
@@ -103,6 +105,9 @@ class topology {
     /// Where device `name` of class `c` is, seen from `cpus`.
     [[nodiscard]] virtual device_place locate(io_class c, std::string_view name,
                                               const id_set &cpus) const = 0;
+    /// The NUMA distance from node `from` to node `to` (ACPI SLIT: 10 is
+    /// local, larger is farther); -1 when not known.
+    [[nodiscard]] virtual int numa_distance(unsigned from, unsigned to) const = 0;
     /// Bind the pages of [addr, addr + len) (page-aligned) to NUMA node `node`,
     /// preferred rather than strict (the kernel falls back to other nodes when
     /// that one is full). The pages must not have been touched yet.
@@ -133,8 +138,13 @@ class topology {
 /// with the reason in `why`.
 [[nodiscard]] int local_node(const topology &t, const id_set &cpus, std::string &why);
 
+/// Whether `a` is nearer than `b`: by nearness, and among remote devices by
+/// distance (a known one before an unknown one). A strict weak order: callers
+/// stable-sort with it.
+[[nodiscard]] bool nearer(const device_place &a, const device_place &b) noexcept;
+
 /// The rank of each of `names` (devices of class `c`) by nearness to `cpus`:
-/// places[i] is where names[i] is. Callers stable-sort by `near`, so that
+/// places[i] is where names[i] is. Callers stable-sort with `nearer`, so that
 /// among equally near devices the system's order stays.
 [[nodiscard]] std::vector<device_place> locate_all(const topology &t, io_class c,
                                                    const std::vector<std::string> &names,

@@ -82,6 +82,11 @@ void check_two_nodes(const topology &t)
         EXPECT_EQ(t.locate(c, d0, {1, 2}).near, nearness::partly);
         EXPECT_EQ(t.locate(c, "nosuch0", {0}).near, nearness::unknown);
     }
+    EXPECT_EQ(t.numa_distance(0, 0), 10);
+    EXPECT_EQ(t.numa_distance(0, 1), 21);
+    EXPECT_EQ(t.numa_distance(0, 7), -1);
+    EXPECT_EQ(t.locate(io_class::rdma, "mlx5_1", {0}).distance, 21);
+    EXPECT_EQ(t.locate(io_class::rdma, "mlx5_1", {2}).distance, -1) << "local: no distance";
     // An RDMA name is not a network interface.
     EXPECT_EQ(t.locate(io_class::net, "mlx5_1", {2}).near, nearness::unknown);
 
@@ -94,7 +99,7 @@ void check_two_nodes(const topology &t)
         ASSERT_EQ(places.size(), names.size());
         std::vector<std::size_t> order{0, 1, 2};
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-            return places[a].near < places[b].near;
+            return weft::base::nearer(places[a], places[b]);
         });
         EXPECT_EQ(names[order[0]], first);
         EXPECT_EQ(names[order[2]], "rxe0");  // unknown comes last
@@ -165,6 +170,8 @@ TEST(topo, sysfs_two_nodes)
     fake_sysfs fs;
     fs.file("devices/system/node/node0/cpulist", "0-1\n");
     fs.file("devices/system/node/node1/cpulist", "2-3\n");
+    fs.file("devices/system/node/node0/distance", "10 21\n");
+    fs.file("devices/system/node/node1/distance", "21 10\n");
     fs.file("devices/system/node/possible", "0-1\n");  // not a node directory
     fs.file("class/infiniband/mlx5_0/device/numa_node", "0\n");
     fs.file("class/infiniband/mlx5_1/device/numa_node", "1\n");
@@ -181,6 +188,44 @@ TEST(topo, sysfs_two_nodes)
     EXPECT_EQ(t->locate(io_class::net, "eth9", {0}).near, nearness::unknown);
     EXPECT_EQ(weft::base::list_devices(io_class::rdma, fs.root()),
               (std::vector<std::string>{"mlx5_0", "mlx5_1", "rxe0"}));
+}
+
+TEST(topo, the_nearer_of_two_remote_devices_first)
+{
+    // Three nodes of one CPU each; from node 0, node 2 is nearer than node 1.
+    fake_sysfs fs;
+    fs.file("devices/system/node/node0/cpulist", "0\n");
+    fs.file("devices/system/node/node1/cpulist", "1\n");
+    fs.file("devices/system/node/node2/cpulist", "2\n");
+    fs.file("devices/system/node/node0/distance", "10 30 20\n");
+    fs.file("devices/system/node/node1/distance", "30 10 30\n");
+    fs.file("devices/system/node/node2/distance", "20 30 10\n");
+    fs.file("class/infiniband/far0/device/numa_node", "1\n");
+    fs.file("class/infiniband/near0/device/numa_node", "2\n");
+    fs.file("class/infiniband/near1/device/numa_node", "2\n");
+    fs.file("class/infiniband/virt0/uevent", "\n");
+    auto t = topology::from_sysfs(fs.root());
+    const std::vector<std::string> names{"virt0", "far0", "near0"};
+    const auto places = weft::base::locate_all(*t, io_class::rdma, names, {0});
+    EXPECT_EQ(places[1].distance, 30);
+    EXPECT_EQ(places[2].distance, 20);
+    std::vector<std::size_t> order{0, 1, 2};
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return weft::base::nearer(places[a], places[b]);
+    });
+    EXPECT_EQ(names[order[0]], "near0");
+    EXPECT_EQ(names[order[1]], "far0");
+    EXPECT_EQ(names[order[2]], "virt0");
+    // Two devices on node 2 are equally near: neither goes first.
+    const device_place other = t->locate(io_class::rdma, "near1", {0});
+    EXPECT_EQ(other.distance, 20);
+    EXPECT_FALSE(weft::base::nearer(places[2], other));
+    EXPECT_FALSE(weft::base::nearer(other, places[2]));
+    // A remote device of unknown distance comes after one of known distance.
+    weft::base::device_place unknown = places[1];
+    unknown.distance = -1;
+    EXPECT_TRUE(weft::base::nearer(places[1], unknown));
+    EXPECT_FALSE(weft::base::nearer(unknown, places[1]));
 }
 
 TEST(topo, sysfs_one_node_makes_every_device_local)

@@ -191,13 +191,14 @@ std::vector<if_addr> nearest_first(std::vector<if_addr> picked, const base::topo
     }
     const std::vector<base::device_place> places =
         base::locate_all(t, base::io_class::net, names, cpus);
-    const auto rank = [&](const if_addr &a) {
+    const auto rank = [&](const if_addr &a) -> const base::device_place & {
         const auto i =
             static_cast<std::size_t>(std::find(names.begin(), names.end(), a.name) - names.begin());
-        return places[i].near;
+        return places[i];
     };
-    std::stable_sort(picked.begin(), picked.end(),
-                     [&](const if_addr &x, const if_addr &y) { return rank(x) < rank(y); });
+    std::stable_sort(picked.begin(), picked.end(), [&](const if_addr &x, const if_addr &y) {
+        return base::nearer(rank(x), rank(y));
+    });
     if (why != nullptr) {
         why->clear();
         for (std::size_t i = 0; i < names.size(); ++i) {

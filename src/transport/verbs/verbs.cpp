@@ -1985,7 +1985,7 @@ std::vector<resource> query(const base::config_store &store, std::string &why)
         }
         if (cfg.device.empty()) {
             std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-                return places[a].near < places[b].near;
+                return base::nearer(places[a], places[b]);
             });
         }
         std::vector<resource> sorted;
