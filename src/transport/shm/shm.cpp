@@ -1743,10 +1743,9 @@ std::unique_ptr<memory_domain> open_md(const config &cfg)
 {
     // WEFT_SHM_CMA=n: no cross-memory attach in either direction, so no keys
     // either (a peer could not use them on our memory without it).
-    return make_md(
-        {.nslots = md_table_slots,
-         .keys = cfg.cma == base::config_ternary::no ? md_keys::none : md_keys::publish,
-         .placement = cfg.placement});
+    return make_md({.nslots = md_table_slots,
+                    .keys = cfg.cma == base::config_ternary::no ? md_keys::none : md_keys::publish,
+                    .placement = cfg.placement});
 }
 
 const stats *get_stats(const iface &tl) noexcept
