@@ -431,8 +431,15 @@ void init_library(int requested, const char *routine)
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     // With SHMEM_THREAD_MULTIPLE the program's threads may outnumber the
     // cores too (the lock holder may be one that waits for a core).
-    g.spins_before_yield = static_cast<long>(g.shared_team.pes.size()) > cores ||
-                                   g.thread_level == SHMEM_THREAD_MULTIPLE
+    // SHMEM_WAIT_YIELD=1 says so outright, for "nodes" that share one
+    // machine's cores (network namespaces: each counts all the cores, and
+    // four spinning PEs on two cores took 4-PE tests 5 times longer).
+    const char *yield = std::getenv("SHMEM_WAIT_YIELD");
+    const bool yield_set = yield != nullptr && *yield != '\0';
+    g.spins_before_yield = (yield_set && env_true("SHMEM_WAIT_YIELD")) ||
+                                   (!yield_set &&
+                                    (static_cast<long>(g.shared_team.pes.size()) > cores ||
+                                     g.thread_level == SHMEM_THREAD_MULTIPLE))
                                ? 8
                                : 1u << 20;
     // Contexts with endpoints of their own: every endpoint of every PE on a
@@ -468,6 +475,8 @@ void init_library(int requested, const char *routine)
             "  SHMEM_PROGRESS_THREAD  1: a weft thread drives progress (default: calls do)\n"
             "  SHMEM_CTX_ENDPOINTS    contexts with an endpoint of their own; later ones share "
             "(now %zu)\n"
+            "  SHMEM_WAIT_YIELD       1: waits yield the core soon, 0: they spin (default: yield "
+            "when the node has more PEs than CPUs)\n"
             "  WEFT_*                 weft's own settings (weft_info -c)\n",
             SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, g.heap_size,
             g.max_ctx_endpoints);
