@@ -1,9 +1,12 @@
-# pair_transports.awk: which weft transport each pair of MPI ranks chose, from
-# the output of a run with --mca mtl_weft_verbose 1 (or pml_weft_verbose 1)
-# and WEFT_LOG_LEVEL=debug (test/multinode/, docs/multinode.md).
+# pair_transports.awk: which weft transport each pair of MPI ranks (or
+# OpenSHMEM PEs) chose, from the output of a run with --mca mtl_weft_verbose 1
+# (or pml_weft_verbose 1) and WEFT_LOG_LEVEL=debug (test/multinode/,
+# docs/multinode.md).
 #
 # Ranks and their nodes come from the selection lines
 #   [HOST:PID] mtl weft: selected on rank R (pid P): ...
+# or, for a process that printed none (OpenSHMEM), from the prefix
+# [HOST:PID:RANK] of its first debug line.
 # and the choices from weft's debug lines, prefixed [HOST:PID:RANK]:
 #   - the channel's choice, if it logs one: "... address N (pid P) ... transport T"
 #   - else a transport's own connection lines, "connected to pid P",
@@ -29,6 +32,14 @@ match($0, /^\[[^]:]+:0*[0-9]+\] (mtl|pml) weft: selected on rank [0-9]+ \(pid [0
 match($0, /^\[[^]:]+:[0-9]+:[^]]*\] weft [a-z0-9_]+ debug: /) {
     s = substr($0, 2); host = s; sub(/:.*/, "", host)
     me = s; sub(/^[^:]*:/, "", me); sub(/:.*/, "", me)
+    # Without selection lines (OpenSHMEM), the prefix's rank names the process.
+    r = s; sub(/^[^:]*:[^:]*:/, "", r); sub(/\].*/, "", r)
+    if (r ~ /^[0-9]+$/ && !((host, me) in rank) && !(r in byrank)) {
+        key = host SUBSEP me
+        rank[key] = r; node[key] = host; byrank[r] = key
+        npid[me]++; pidkey[me] = key
+        if (r + 0 > maxrank) maxrank = r + 0
+    }
     comp = $0; sub(/^[^]]*\] weft /, "", comp); sub(/ .*/, "", comp)
     peer = ""; tl = ""
     if ($0 ~ /address [0-9]+ \(pid [0-9]+\).*transport [a-z0-9_]+/ && $0 !~ /not reachable/) {

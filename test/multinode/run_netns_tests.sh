@@ -16,6 +16,9 @@
 #    transport each pair of ranks chose; tcp alone (WEFT_TRANSPORTS=self,tcp);
 #    IPv6 when the tcp transport has an interface selection (WEFT_TCP_IF).
 #    Without tcp this part is a visible SKIP (exit 77) after 1 and 2 passed.
+# 4. With tcp: OpenSHMEM programs (test/shmem) through oshrun, every one on 2
+#    PEs (one per node), put/get, atomics, barriers and collectives on 4 (two
+#    per node), with the transport of each pair of PEs.
 #
 # Exit 77 (skip, with the reason) also when mpirun or the MTL is missing, when
 # not root, or when this machine cannot make network namespaces.
@@ -264,6 +267,94 @@ if "$build/weft_info" -c 2>/dev/null | grep -q "WEFT_TCP_IF\b"; then
     fi
 else
     echo "note: weft_info -c lists no WEFT_TCP_IF: the IPv6 run is left out"
+fi
+
+# ------------------------------------------------ 4. OpenSHMEM across the nodes
+# weft's OpenSHMEM test programs (test/shmem, each checks its results) with
+# PEs on both nodes, started by this build's oshrun over weft-netns mpirun: the
+# same PMIx launcher path as MPI. Every program on 2 PEs (one per node); put/
+# get, atomics, barriers and collectives on 4 (two per node: shm within, tcp
+# across, the transport of each pair checked). The symmetric heap and the data
+# segment are reached across through proto's active messages (tcp has no RDMA).
+# With 4 PEs the two nodes' PEs share this machine's cores while each node
+# counts all of them: SHMEM_WAIT_YIELD=1 makes waits yield (as
+# mpi_yield_when_idle does for MPI).
+oshcc=$build/shmem/build-oshcc
+oshcxx=$build/shmem/build-oshc++
+oshrun=$build/shmem/build-oshrun
+shmem_bin=$(mktemp -d)
+trap 'cleanup; rm -rf "$shmem_bin"' EXIT
+export OSHRUN_MPIRUN=$top/contrib/netns/weft-netns-mpirun
+
+# run_shmem NAME NP [launcher args...]: passes when it exits 0, prints PASS and
+# both nodes' PEs logged a tcp connection.
+run_shmem() {
+    local name=$1 np=$2
+    shift 2
+    local args=(-np "$np" --map-by node -x SHMEM_SYMMETRIC_SIZE=256M)
+    [ "$np" -gt "$cores" ] &&
+        args+=(--oversubscribe --mca mpi_yield_when_idle 1 -x SHMEM_WAIT_YIELD=1)
+    local t0=$SECONDS
+    timeout "$limit" "$oshrun" "${args[@]}" "$@" "$shmem_bin/$name" >"$log" 2>&1 </dev/null
+    local rc=$? why=""
+    local nodes_tcp
+    nodes_tcp=$(sed -En 's/^\[([^]:]*):[0-9]+:[0-9]+\] weft tcp debug: (connected to|accepted a connection from) .*/\1/p' "$log" |
+        sort -u | tr '\n' ' ')
+    if [ $rc -ne 0 ]; then
+        why="exit status $rc"
+        [ $rc -eq 124 ] && why="timed out after $limit s (WEFT_MPI_RUN_TIMEOUT)"
+    elif ! grep -q "^PASS $name\b" "$log"; then
+        why="no PASS line"
+    elif [ "$nodes_tcp" != "$node_a $node_b " ]; then
+        why="PEs on both nodes should have connected over tcp; tcp connections logged on: ${nodes_tcp:-none}"
+    fi
+    if [ -n "$why" ]; then
+        fail "OpenSHMEM $name, $np PEs on 2 nodes${*:+ $*} ($why)"
+        return 1
+    fi
+    echo "ok:   OpenSHMEM $name, $np PEs on 2 nodes${*:+ $*} ($((SECONDS - t0)) s):" \
+        "$(grep -m1 "^PASS $name" "$log" | sed 's/^PASS [a-z_]*: //')"
+    passed=$((passed + 1))
+}
+
+if [ ! -x "$oshcc" ] || [ ! -x "$oshrun" ] || [ ! -e "$build/libweft-shmem.la" ]; then
+    fail "OpenSHMEM: $oshcc, $oshrun or libweft-shmem.la is not built (make check-netns builds them)"
+else
+    shmem_programs=""
+    for f in "$top"/test/shmem/*.c "$top"/test/shmem/*.cpp; do
+        [ -e "$f" ] || continue
+        name=$(basename "${f%.cpp}" .c)
+        cc=$oshcc flags="-std=gnu11 -O1"
+        [ "${f%.cpp}" != "$f" ] && cc=$oshcxx flags="-std=gnu++17 -O1"
+        # shellcheck disable=SC2086 # flags is a list of flags
+        if "$cc" $flags -o "$shmem_bin/$name" "$f" -lm >"$log" 2>&1; then
+            shmem_programs+=" $name"
+        else
+            fail "OpenSHMEM: $name does not compile"
+        fi
+    done
+    before=$(rx_bytes "$node_b")
+    for name in $shmem_programs; do
+        run_shmem "$name" 2 -x WEFT_LOG_LEVEL=tcp:debug
+    done
+    for name in shmem_rma shmem_amo shmem_sync shmem_coll; do
+        [[ " $shmem_programs " == *" $name "* ]] || continue
+        if [ "$name" = shmem_rma ]; then
+            if run_shmem "$name" 4 -x WEFT_LOG_LEVEL=debug; then
+                echo "      transport per pair of PEs (WEFT_LOG_LEVEL=debug, 4 PEs):"
+                awk -f "$here/pair_transports.awk" "$log" ||
+                    fail "a pair of PEs on two nodes chose shm or self"
+            fi
+        else
+            run_shmem "$name" 4 -x WEFT_LOG_LEVEL=tcp:debug
+        fi
+    done
+    crossed=$(($(rx_bytes "$node_b") - before))
+    if [ "$crossed" -lt 1000000 ]; then
+        fail "OpenSHMEM: only $crossed bytes crossed the veth pair"
+    else
+        echo "      OpenSHMEM: $((crossed / 1000)) kB into $node_b over the veth pair"
+    fi
 fi
 
 echo "$passed passed, $failed failed"
