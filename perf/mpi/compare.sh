@@ -38,6 +38,12 @@ usage: perf/mpi/compare.sh [options]
                      mca_mtl_weft.so, and mca_osc_weft.so for the one-sided
                      benchmarks, e.g. OLD_BUILD/.libs) as backend "before",
                      interleaved with the others: the tables add weft / before
+  --netns            ranks on two nodes: the network namespaces of contrib/netns/weft-netns
+                     (up first), launched by `weft-netns mpirun --map-by node` (no
+                     binding), so every backend crosses the veth pair over TCP; default
+                     backends weft,ucx,tcp, with UCX_TLS=tcp for ucx (unless UCX_TLS is
+                     set) (docs/multinode.md; docs/performance.md "tcp across two
+                     network namespaces")
   --bench-bin PATH   the mpi_bench program (default: $MPI_BENCH, else
                      ./perf/mpi/mpi_bench in the current build directory, else
                      build trees next to the sources)
@@ -48,7 +54,8 @@ default: the build tree's .libs next to mpi_bench), WEFT_OSC_DIR (directory of
 mca_osc_weft.so; default WEFT_MTL_DIR).
 Backends: weft = pml cm + mtl weft (+ osc weft), pml = pml weft (+ osc weft),
 ucx = pml ucx (+ osc ucx),
-vader = pml ob1 + btl vader,self (+ osc rdma), sm = vader's with osc sm.
+vader = pml ob1 + btl vader,self (+ osc rdma), sm = vader's with osc sm,
+tcp = pml ob1 + btl tcp,self (+ osc rdma).
 EOF
 }
 
@@ -63,7 +70,8 @@ note() {
 p2p_benches="lat,bw,bibw,mbw,rate"
 rma_benches="put_lat,get_lat,acc_lat,fop_lat,cas_lat,put_bw,get_bw"
 benches="$p2p_benches"
-backends="weft,ucx,vader"
+backends=""
+netns=0
 sync=flush
 win=allocate
 reps=10
@@ -89,12 +97,16 @@ while [ $# -gt 0 ]; do
         --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
         --bench-bin) [ $# -ge 2 ] || die "--bench-bin needs a path"; bench_bin="$2"; shift 2 ;;
         --before) [ $# -ge 2 ] || die "--before needs a directory"; before_dir="$2"; shift 2 ;;
+        --netns) netns=1; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage >&2; die "unknown option $1" ;;
     esac
 done
 case "$reps" in ''|*[!0-9]*) die "--reps needs a number" ;; esac
+if [ -z "$backends" ]; then
+    if [ "$netns" = 1 ]; then backends="weft,ucx,tcp"; else backends="weft,ucx,vader"; fi
+fi
 [ "$reps" -ge 10 ] || die "--reps must be at least 10 (min and median over fewer are noise)"
 case "$np" in ''|*[!0-9]*) die "--np needs a number" ;; esac
 if [ "$np" -lt 2 ] || [ $((np % 2)) -ne 0 ]; then
@@ -134,10 +146,13 @@ if [ "$any_rma" = 1 ] && [ "$np" -ne 2 ]; then
     die "the one-sided benchmarks run on exactly 2 ranks (--np 2)"
 fi
 for b in "${backend_list[@]}"; do
-    case "$b" in weft|pml|ucx|vader) ;; before) [ -n "$before_dir" ] || die "backend before needs --before DIR" ;;
+    case "$b" in weft|pml|ucx|vader|tcp) ;; before) [ -n "$before_dir" ] || die "backend before needs --before DIR" ;;
         sm) [ "$any_p2p" = 0 ] || die "backend sm (osc sm) is for the one-sided benchmarks only"
             [ "$win" = allocate ] || die "backend sm: osc sm supports MPI_Win_allocate windows only (--win allocate)" ;;
-        *) die "unknown backend '$b' (weft, pml, before, ucx, vader, sm)" ;; esac
+        *) die "unknown backend '$b' (weft, pml, before, ucx, vader, sm, tcp)" ;; esac
+    if [ "$netns" = 1 ] && { [ "$b" = vader ] || [ "$b" = sm ]; }; then
+        die "backend $b (shared memory) cannot reach the other node (--netns): use tcp"
+    fi
 done
 
 # ------------------------------------------------------------------ find the programs
@@ -191,9 +206,23 @@ mpirun="${MPIRUN:-mpirun}"
 command -v "$mpirun" >/dev/null 2>&1 || die "$mpirun not found (install openmpi-bin)"
 ompi_dir=$(ompi_info --path pkglibdir 2>/dev/null | sed -n 's/.*Pkglibdir: *//p' || true)
 ompi_dir=${ompi_dir:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}
-launch=("$mpirun" -np "$np" --bind-to core)
-[ "$np" -le "$(nproc)" ] || launch+=(--oversubscribe)
-[ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
+if [ "$netns" = 1 ]; then
+    # Half of the ranks on each node (--map-by node); weft-netns mpirun adds the
+    # hostfile, the launch agent, btl_tcp_if_include (the veth pair's subnet),
+    # --bind-to none (the nodes share the cores: each node's daemon would bind
+    # its first rank to core 0) and --allow-run-as-root.
+    export UCX_TLS="${UCX_TLS:-tcp}"
+    export WEFTNS_MPIRUN="$mpirun"
+    "$src_dir/contrib/netns/weft-netns" status >/dev/null 2>&1 ||
+        die "--netns: the network namespaces are not up (contrib/netns/weft-netns up, as root)"
+    launch=("$src_dir/contrib/netns/weft-netns" mpirun -np "$np" --map-by node)
+    [ "$np" -le "$(nproc)" ] || launch+=(--oversubscribe --mca mpi_yield_when_idle 1)
+    [ -z "${WEFT_TRANSPORTS:-}" ] || launch+=(-x WEFT_TRANSPORTS)
+else
+    launch=("$mpirun" -np "$np" --bind-to core)
+    [ "$np" -le "$(nproc)" ] || launch+=(--oversubscribe)
+    [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
+fi
 
 # backend_args BACKEND BENCH: the mpirun options of a backend for a benchmark.
 # One-sided benchmarks name the osc component too, and only that one, so that a
@@ -207,7 +236,7 @@ backend_args() {
             # Debian's openmpi-mca-params.conf has osc = ^ucx,pt2pt; a
             # command-line --mca osc overrides that file.
             ucx) osc="--mca osc ucx" ;;
-            vader) osc="--mca osc rdma" ;;
+            vader|tcp) osc="--mca osc rdma" ;;
         esac
         [ "$1" = before ] && osc="--mca osc weft"
     fi
@@ -217,8 +246,10 @@ backend_args() {
         before) echo "--mca mca_base_component_path $before_dir:$ompi_dir --mca pml cm --mca mtl weft $osc" ;;
         # Debian disables pml ucx by default, and without RDMA devices Open MPI
         # 4.1 refuses it unless told any transport and device will do.
-        ucx) echo "--mca pml ucx --mca opal_common_ucx_tls any --mca opal_common_ucx_devices any $osc" ;;
+        ucx) echo "--mca pml ucx --mca opal_common_ucx_tls any --mca opal_common_ucx_devices any" \
+            "${UCX_TLS:+-x UCX_TLS} $osc" ;;
         vader|sm) echo "--mca pml ob1 --mca btl vader,self $osc" ;;
+        tcp) echo "--mca pml ob1 --mca btl tcp,self $osc" ;;
     esac
 }
 
@@ -347,7 +378,7 @@ awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" '
         title["cas_lat"] = "cas_lat: MPI_Compare_and_swap (64-bit) latency" os ", us, lower is better"
         title["put_bw"] = "put_bw: MPI_Put bandwidth, window 64" os ", MB/s, higher is better"
         title["get_bw"] = "get_bw: MPI_Get bandwidth, window 64" os ", MB/s, higher is better"
-        nall = split("weft pml before ucx vader sm", all, " ")
+        nall = split("weft pml before ucx vader sm tcp", all, " ")
         for (i = 1; i <= nb; i++) {
             b = benches[i]
             printf "\n# %s\n", title[b]
@@ -424,7 +455,9 @@ if command -v gnuplot >/dev/null 2>&1; then
     present_backends=$(awk -F, 'NR > 1 && !s[$3]++ { printf "%s%s", n++ ? " " : "", $3 }' "$work/results.csv")
     osub=""
     [ "$any_rma" = 1 ] && osub=", one-sided: sync $sync, MPI_Win_$win"
-    gnuplot -e "csv='$out/results.csv'; out='$out/results.png'; benches='$present_benches'; backends='$present_backends'; subtitle='  [median of $reps reps, $np ranks$osub]'" \
+    heading=""
+    [ "$netns" = 1 ] && heading="; heading='Open MPI across two network namespaces (tcp over a veth pair): $present_backends'"
+    gnuplot -e "csv='$out/results.csv'; out='$out/results.png'; benches='$present_benches'; backends='$present_backends'; subtitle='  [median of $reps reps, $np ranks$osub]'$heading" \
         "$script_dir/mpi_bench.gnuplot" || die "gnuplot failed"
     [ -s "$out/results.png" ] || die "gnuplot wrote no $out/results.png"
 else

@@ -12,6 +12,7 @@ if (!exists("out")) { out = "results.png" }
 if (!exists("benches")) { benches = "lat bw bibw mbw rate" }
 if (!exists("backends")) { backends = "weft ucx vader" }
 if (!exists("subtitle")) { subtitle = "" }
+# heading: the plot's title (compare.sh --netns names the tcp run)
 
 n = words(benches)
 rows = (n + 1) / 2
@@ -19,9 +20,9 @@ cols = (n == 1) ? 1 : 2
 # One-sided benchmarks have "_" in their names (put_lat, ..., get_bw).
 n_rma = 0
 do for [i = 1:n] { if (strstrt(word(benches, i), "_") > 0) { n_rma = n_rma + 1 } }
-heading = (n_rma == 0) ? "Open MPI point-to-point: pml cm + mtl weft vs pml ucx vs ob1 + vader (shared memory)" : \
+if (!exists("heading")) { heading = (n_rma == 0) ? "Open MPI point-to-point: pml cm + mtl weft vs pml ucx vs ob1 + vader (shared memory)" : \
           ((n_rma == n) ? "Open MPI one-sided: osc weft (mtl weft) vs osc ucx vs osc rdma over ob1 + vader (shared memory)" : \
-           "Open MPI over weft vs ucx vs ob1 + vader: point-to-point and one-sided (shared memory)")
+           "Open MPI over weft vs ucx vs ob1 + vader: point-to-point and one-sided (shared memory)") }
 set terminal pngcairo noenhanced size 1400, 500 * rows font "DejaVu Sans,10"
 set output out
 set datafile separator ","
