@@ -433,7 +433,8 @@ void init_library(int requested, const char *routine)
     // cores too (the lock holder may be one that waits for a core).
     // SHMEM_WAIT_YIELD=1 says so outright, for "nodes" that share one
     // machine's cores (network namespaces: each counts all the cores; with
-    // spinning waits the 13 test programs took 6 min on 4 PEs, 30 s on 2).
+    // spinning waits the 13 test programs took 6 min on 4 PEs, 30 s on 2;
+    // docs/multinode.md).
     const char *yield = std::getenv("SHMEM_WAIT_YIELD");
     const bool yield_set = yield != nullptr && *yield != '\0';
     g.spins_before_yield = (yield_set && env_true("SHMEM_WAIT_YIELD")) ||

@@ -278,7 +278,7 @@ fi
 # segment are reached across through proto's active messages (tcp has no RDMA).
 # With 4 PEs the two nodes' PEs share this machine's cores while each node
 # counts all of them: SHMEM_WAIT_YIELD=1 makes waits yield (as
-# mpi_yield_when_idle does for MPI).
+# mpi_yield_when_idle does for MPI; docs/multinode.md says what it measured).
 oshcc=$build/shmem/build-oshcc
 oshcxx=$build/shmem/build-oshc++
 oshrun=$build/shmem/build-oshrun
