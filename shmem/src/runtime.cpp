@@ -437,12 +437,12 @@ void init_library(int requested, const char *routine)
     // docs/multinode.md).
     const char *yield = std::getenv("SHMEM_WAIT_YIELD");
     const bool yield_set = yield != nullptr && *yield != '\0';
-    g.spins_before_yield = (yield_set && env_true("SHMEM_WAIT_YIELD")) ||
-                                   (!yield_set &&
-                                    (static_cast<long>(g.shared_team.pes.size()) > cores ||
-                                     g.thread_level == SHMEM_THREAD_MULTIPLE))
-                               ? 8
-                               : 1u << 20;
+    g.spins_before_yield =
+        (yield_set && env_true("SHMEM_WAIT_YIELD")) ||
+                (!yield_set && (static_cast<long>(g.shared_team.pes.size()) > cores ||
+                                g.thread_level == SHMEM_THREAD_MULTIPLE))
+            ? 8
+            : 1u << 20;
     // Contexts with endpoints of their own: every endpoint of every PE on a
     // node may send to each PE's endpoints, and a transport bounds how many
     // local senders one endpoint takes (shm: 256 by default), and each
