@@ -83,40 +83,46 @@ void copy_bulk(void *dst, const void *src, std::size_t n) noexcept
     bulk(static_cast<std::uint8_t *>(dst), static_cast<const std::uint8_t *>(src), n);
 }
 
-std::size_t copy_to_iov(const struct iovec *iov, std::size_t cnt, std::size_t offset,
-                        const void *src, std::size_t len) noexcept
+namespace {
+
+/// Call f(entry base + position, run, done) for the runs of `len` bytes of the
+/// iovec from byte `offset`, bounded by its size; returns the bytes walked.
+template <typename F>
+std::size_t walk_iov(const struct iovec *iov, std::size_t cnt, std::size_t offset, std::size_t len,
+                     F f) noexcept
 {
-    const auto *from = static_cast<const std::uint8_t *>(src);
     std::size_t done = 0;
     for (std::size_t i = 0; i < cnt && done < len; ++i) {
         if (offset >= iov[i].iov_len) {
-            offset -= iov[i].iov_len;
+            offset -= iov[i].iov_len;  // also skips empty entries (their base may be null)
             continue;
         }
         const std::size_t n = std::min(iov[i].iov_len - offset, len - done);
-        copy_bulk(static_cast<std::uint8_t *>(iov[i].iov_base) + offset, from + done, n);
+        f(static_cast<std::uint8_t *>(iov[i].iov_base) + offset, n, done);
         done += n;
         offset = 0;
     }
     return done;
 }
 
+}  // namespace
+
+std::size_t copy_to_iov(const struct iovec *iov, std::size_t cnt, std::size_t offset,
+                        const void *src, std::size_t len) noexcept
+{
+    const auto *from = static_cast<const std::uint8_t *>(src);
+    return walk_iov(
+        iov, cnt, offset, len,
+        [from](std::uint8_t *run, std::size_t n, std::size_t at) { copy_bulk(run, from + at, n); });
+}
+
 std::size_t copy_from_iov(void *dst, const struct iovec *iov, std::size_t cnt, std::size_t offset,
                           std::size_t len) noexcept
 {
     auto *to = static_cast<std::uint8_t *>(dst);
-    std::size_t done = 0;
-    for (std::size_t i = 0; i < cnt && done < len; ++i) {
-        if (offset >= iov[i].iov_len) {
-            offset -= iov[i].iov_len;
-            continue;
-        }
-        const std::size_t n = std::min(iov[i].iov_len - offset, len - done);
-        copy_bulk(to + done, static_cast<const std::uint8_t *>(iov[i].iov_base) + offset, n);
-        done += n;
-        offset = 0;
-    }
-    return done;
+    return walk_iov(iov, cnt, offset, len, [to](std::uint8_t *run, std::size_t n, std::size_t at) {
+        copy_bulk(to + at, run, n);
+    });
 }
 
 }  // namespace weft::base

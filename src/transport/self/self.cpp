@@ -218,20 +218,6 @@ class message_ring {
 
 // ------------------------------------------------------------------ the transport
 
-/// Copy `len` bytes of `iov` starting at byte `offset` into `dst`.
-void gather(std::uint8_t *dst, const struct iovec *iov, std::size_t iovcnt, std::size_t offset,
-            std::size_t len) noexcept
-{
-    (void)base::copy_from_iov(dst, iov, iovcnt, offset, len);
-}
-
-/// Copy `len` bytes from `src` into `iov`.
-void scatter(const struct iovec *iov, std::size_t iovcnt, const std::uint8_t *src,
-             std::size_t len) noexcept
-{
-    (void)base::copy_to_iov(iov, iovcnt, 0, src, len);
-}
-
 class self_iface final : public iface {
   public:
     self_iface(const open_params &p, self_md &md, std::size_t queue)
@@ -378,7 +364,7 @@ class self_iface final : public iface {
         if (hdr_len != 0) {  // hdr may be null without a header
             std::memcpy(dst, hdr, hdr_len);
         }
-        gather(dst + hdr_len, iov, iovcnt, offset, len);
+        (void)base::copy_from_iov(dst + hdr_len, iov, iovcnt, offset, len);
         return status::ok;
     }
 
@@ -426,7 +412,7 @@ class self_iface final : public iface {
             st != status::ok) {
             return st;
         }
-        gather(reinterpret_cast<std::uint8_t *>(raddr), iov, iovcnt, 0, len);
+        (void)base::copy_from_iov(reinterpret_cast<std::uint8_t *>(raddr), iov, iovcnt, 0, len);
         return status::ok;
     }
 
@@ -443,7 +429,7 @@ class self_iface final : public iface {
             st != status::ok) {
             return st;
         }
-        scatter(iov, iovcnt, reinterpret_cast<const std::uint8_t *>(raddr), len);
+        (void)base::copy_to_iov(iov, iovcnt, 0, reinterpret_cast<const std::uint8_t *>(raddr), len);
         return status::ok;
     }
 

@@ -1286,23 +1286,6 @@ status shm_iface::put(iface *tl, conn_id conn, const struct iovec *iov, std::siz
                                                    key);
 }
 
-namespace {
-
-/// Gather `len` bytes of `iov` to `dst` (a put into mapped memory).
-void gather_iov(std::uint8_t *dst, const struct iovec *iov, std::size_t iovcnt, std::size_t len)
-{
-    (void)base::copy_from_iov(dst, iov, iovcnt, 0, len);
-}
-
-/// Scatter `len` bytes from `src` over `iov` (a get from mapped memory).
-void scatter_iov(const struct iovec *iov, std::size_t iovcnt, const std::uint8_t *src,
-                 std::size_t len)
-{
-    (void)base::copy_to_iov(iov, iovcnt, 0, src, len);
-}
-
-}  // namespace
-
 status shm_iface::region_op(cma_dir dir, conn_id conn, const struct iovec *iov, std::size_t iovcnt,
                             std::size_t len, std::uint64_t raddr, const rkey &key)
 {
@@ -1350,9 +1333,9 @@ status shm_iface::region_op(cma_dir dir, conn_id conn, const struct iovec *iov, 
             // Plain copies through our mapping of the target's pages: visible
             // to the target as soon as the stores are (ok: done on return).
             if (dir == cma_dir::write) {
-                gather_iov(p, iov, iovcnt, len);
+                (void)base::copy_from_iov(p, iov, iovcnt, 0, len);
             } else {
-                scatter_iov(iov, iovcnt, p, len);
+                (void)base::copy_to_iov(iov, iovcnt, 0, p, len);
             }
             return status::ok;
         }

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/copy.hpp"
 #include "base/log.hpp"
 #include "base/rcache.hpp"
 #include "base/topo.hpp"
@@ -1337,20 +1338,7 @@ status verbs_iface::send_bcopy(iface *tl, conn_id ci, am_word am, const void *hd
     if (hdr_len != 0) {  // hdr may be null without a header
         std::memcpy(buf, hdr, hdr_len);
     }
-    std::uint8_t *to = buf + hdr_len;
-    std::size_t left = len;
-    for (std::size_t i = 0; i < iovcnt && left > 0; ++i) {
-        if (offset >= iov[i].iov_len) {
-            offset -= iov[i].iov_len;
-            continue;
-        }
-        const std::size_t n = std::min(iov[i].iov_len - offset, left);
-        std::memcpy(to, static_cast<const std::uint8_t *>(iov[i].iov_base) + offset, n);
-        to += n;
-        left -= n;
-        offset = 0;
-    }
-    if (left != 0) [[unlikely]] {
+    if (base::copy_from_iov(buf + hdr_len, iov, iovcnt, offset, len) != len) [[unlikely]] {
         v->bounce_free_.push_back(b);
         return status::invalid;  // the iovec holds fewer than len bytes past offset
     }
