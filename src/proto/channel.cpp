@@ -614,16 +614,10 @@ void channel::credits(std::uint64_t peer, bool all, weft_credits &out) const
     out.send_window = pool_.initial();
     out.recv_window = pool_.window();
     auto add = [&](const peer_state &p) {
-        // What can_send() lets go: the credits not promised to queued
-        // messages, less the last one unless returns would ride along with it
-        // (sendable() on the free credits, not sendable() less the promised:
+        // What can_send() lets go (the last-credit rule on the credits not
+        // promised to queued messages, not sendable() less the promised:
         // that would keep the last credit back twice).
-        std::uint32_t sendable = pool_.initial();
-        if (p.cr.attached()) {
-            const std::uint32_t free = free_credits(&p);
-            sendable = free >= 2 ? free - 1 : (free == 1 && p.cr.returnable() > 0 ? 1 : 0);
-        }
-        out.send += sendable;
+        out.send += p.cr.attached() ? free_sendable(&p) : pool_.initial();
         out.recv += p.cr.attached() ? p.cr.recv_credits() : pool_.initial();
     };
     if (all) {

@@ -355,11 +355,18 @@ class channel {
     {
         return p->cr.send_credits() > p->reserved ? p->cr.send_credits() - p->reserved : 0;
     }
+    /// One-credit messages that may go to `p` now, after the messages queued
+    /// to it: the free credits less the last one, unless returns would ride
+    /// along with it (the last-credit rule). Attached peers only.
+    [[nodiscard]] static std::uint32_t free_sendable(const peer_state *p) noexcept
+    {
+        const std::uint32_t free = free_credits(p);
+        return free >= 2 ? free - 1 : (free == 1 && p->cr.returnable() > 0 ? 1 : 0);
+    }
     /// A one-credit message to `p` would go now, after the messages queued to it.
     [[nodiscard]] static bool can_send(const peer_state *p) noexcept
     {
-        return !p->cr.attached() || free_credits(p) > 1 ||
-               (free_credits(p) == 1 && p->cr.returnable() > 0);
+        return !p->cr.attached() || free_sendable(p) != 0;
     }
     /// Promise `n` credits to queued request `r`, or give back `n` of them.
     void reserve(send_request *r, std::uint32_t n) noexcept
