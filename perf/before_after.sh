@@ -21,6 +21,8 @@ usage: perf/before_after.sh --before PATH [options]
   --bench LIST    benchmarks (default lat,bw,bibw,rate)
   --quick         compare.sh's subset of sizes
   --sizes LIST    these sizes (compare.sh --sizes)
+  --netns         one process in each network namespace (compare.sh --netns:
+                  contrib/netns/weft-netns up first; weft over its tcp transport)
   --before-env VAR=VALUE, --after-env VAR=VALUE (repeatable)
                   run that side with these variables set: one build measured
                   two ways, e.g. --before build/perf/weft_perf
@@ -50,6 +52,7 @@ while [ $# -gt 0 ]; do
         --runs) [ $# -ge 2 ] || die "--runs needs a number"; runs="$2"; shift 2 ;;
         --bench) [ $# -ge 2 ] || die "--bench needs a list"; benches="$2"; shift 2 ;;
         --quick) quick+=(--quick); shift ;;
+        --netns) quick+=(--netns); shift ;;
         --sizes) [ $# -ge 2 ] || die "--sizes needs a list"; quick+=(--sizes "$2"); shift 2 ;;
         --out) [ $# -ge 2 ] || die "--out needs a directory"; out="$2"; shift 2 ;;
         --before-env|--after-env)
