@@ -50,6 +50,10 @@ using base::status;
 
 // ------------------------------------------------------------------ configuration
 
+/// SPIN_CONNS at most: beyond a few sockets one epoll_wait is cheaper than a
+/// recv() each.
+constexpr std::uint64_t max_spin = 8;
+
 constexpr base::config_field config_fields[] = {
     base::make_field<&config::interfaces>(
         "IF", base::config_type::string, "auto",
@@ -78,7 +82,7 @@ constexpr base::config_field config_fields[] = {
                                          "largest short message (protocol header + payload)",
                                          base::config_range{64, 64 * 1024}),
     base::make_field<&config::max_bcopy>(
-        "MAX_BCOPY", base::config_type::size, "64k",
+        "MAX_BCOPY", base::config_type::size, "256k",
         "largest frame (protocol header + payload): larger messages go in several",
         base::config_range{min_body_limit, max_body_limit}),
     base::make_field<&config::tx_queue>(
@@ -110,6 +114,12 @@ constexpr base::config_field config_fields[] = {
         "progress calls skipped between two epoll checks after one found nothing (64 times "
         "as many while there is no connection); 0: check on every call",
         base::config_range{0, 65536}),
+    base::make_field<&config::spin_conns>(
+        "SPIN_CONNS", base::config_type::uint, "2",
+        "with at most this many connections (and nothing else under way), progress reads them "
+        "with recv() directly instead of asking epoll_wait first: one system call fewer per "
+        "message received; epoll still runs every 32nd check. 0: always epoll",
+        base::config_range{0, max_spin}),
 };
 constexpr base::config_table config_table_v = base::make_table(
     "TCP", "tcp transport: TCP sockets, IPv4 and IPv6 (docs/tcp.md)", config_fields);
@@ -117,13 +127,16 @@ constexpr base::config_table config_table_v = base::make_table(
 // ------------------------------------------------------------------ constants
 
 constexpr std::size_t max_hdr = 256;
+/// Spinning: one check in this many still runs epoll_wait (new connections,
+/// writable sockets, handshakes).
+constexpr std::uint32_t spin_epoll_every = 32;
 constexpr unsigned max_events = 64;
 constexpr unsigned accept_batch = 32;
 /// An accepted socket or an outgoing attempt: room for a handshake and an address.
 constexpr std::size_t hs_buf_size = 512;
 static_assert(hs_buf_size >= sizeof(handshake) + max_address_size);
 /// Receive buffer of a connection: at least this, and one whole frame (a
-/// frame of the default 64 KiB body takes 64 KiB + 12 bytes).
+/// frame of the default 256 KiB body takes 256 KiB + 12 bytes).
 constexpr std::size_t rx_min_size = 64 * 1024;
 /// recv() calls per socket per progress call (level-triggered epoll brings
 /// the socket back next time): at most 8 buffers per call.
@@ -451,6 +464,8 @@ class tcp_iface final : public iface {
     void malformed(sock &s, const char *what, std::uint64_t value);
     void connection_lost(sock &s, const char *why, bool warn);
     [[nodiscard]] bool grow_rx(sock &s, std::size_t size);
+    unsigned spin();
+    void rebuild_spin();
 
     // Sockets.
     [[nodiscard]] sock *new_sock(int fd, sock_state st);
@@ -479,6 +494,12 @@ class tcp_iface final : public iface {
     std::vector<std::uint32_t> fail_due_;     ///< failures not reported yet
     std::uint32_t live_conns_ = 0;            ///< connections ready or being set up
     std::uint32_t skip_ = 0;                  ///< progress calls left before the next epoll check
+    // Spinning (SPIN_CONNS): the ready sockets read with recv() alone, while
+    // there are few of them; spin_n_ == 0: every check runs epoll_wait.
+    std::uint32_t spin_[max_spin]{};
+    std::uint32_t spin_n_ = 0;
+    std::uint32_t epoll_due_ = 0;  ///< spinning checks left before the next epoll_wait
+    bool spin_dirty_ = false;      ///< a socket became ready or closed: rebuild spin_
     bool in_poll_ = false;
     bool closing_ = false;
     epoll_event events_[max_events]{};
@@ -796,6 +817,7 @@ void tcp_iface::close_sock(sock *s)
     }
     s->state = sock_state::closed;
     dead_socks_.push_back(s->index);
+    spin_dirty_ = true;
 }
 
 void tcp_iface::reap()
@@ -1144,6 +1166,7 @@ void tcp_iface::bind_ready(std::uint32_t ci, sock &s, const handshake &m)
     s.deadline_us = 0;
     c.s = &s;
     c.state = conn_state::ready;
+    spin_dirty_ = true;
 }
 
 void tcp_iface::on_hello(sock &s, const hs_parsed &p)
@@ -1170,6 +1193,7 @@ void tcp_iface::on_hello(sock &s, const hs_parsed &p)
         s.state = sock_state::ready;
         s.deadline_us = 0;
         c.lo = &s;
+        spin_dirty_ = true;
         send_handshake(s, hs_type::accept, reject_reason::none, it->second, src);
         return;
     }
@@ -1394,7 +1418,14 @@ unsigned tcp_iface::poll()
     if (in_poll_) {
         return 0;  // a handler drove progress: the outer call continues
     }
+    if (spin_dirty_) [[unlikely]] {
+        rebuild_spin();
+    }
+    if (spin_n_ != 0 && epoll_due_ != 0) {
+        return spin();
+    }
     in_poll_ = true;
+    epoll_due_ = spin_epoll_every;
     unsigned n = 0;
     int k;
     do {
@@ -1429,6 +1460,59 @@ unsigned tcp_iface::poll()
         skip_ = static_cast<std::uint32_t>(cfg_.poll_interval * (live_conns_ != 0 ? 1 : 64));
     }
     return n;
+}
+
+unsigned tcp_iface::spin()
+{
+    // A few ready connections and nothing else under way: read them with
+    // recv() directly. An epoll_wait that finds data is followed by a recv
+    // anyway, so this saves one system call per message received; a socket
+    // with nothing costs one recv (EAGAIN) instead of its share of one
+    // epoll_wait, hence the small SPIN_CONNS.
+    in_poll_ = true;
+    --epoll_due_;
+    unsigned n = 0;
+    bool partial = false;  // a frame is arriving: its rest comes soon, do not skip checks
+    for (std::uint32_t i = 0; i < spin_n_; ++i) {
+        sock &s = *socks_[spin_[i]];
+        if (s.state != sock_state::ready || s.want_out) [[unlikely]] {
+            epoll_due_ = 0;  // closed meanwhile, or waiting to write: epoll next time
+            continue;
+        }
+        n += read_sock(s);
+        partial |= s.rx_end != s.rx_start;
+    }
+    n += report_failures();
+    reap();
+    in_poll_ = false;
+    skip_ = n != 0 || partial ? 0 : static_cast<std::uint32_t>(cfg_.poll_interval);
+    return n;
+}
+
+void tcp_iface::rebuild_spin()
+{
+    ++stats_.spin_rebuilds;
+    spin_dirty_ = false;
+    spin_n_ = 0;
+    stats_.spinning = 0;
+    epoll_due_ = 0;
+    std::uint32_t k = 0;
+    for (const auto &sp : socks_) {
+        if (sp->state != sock_state::ready) {
+            continue;
+        }
+        if (k == cfg_.spin_conns) {
+            return;  // too many: epoll
+        }
+        spin_[k++] = sp->index;
+    }
+    // Handshakes under way need epoll (and their deadlines): spin once they are done.
+    if (!timed_socks_.empty() || !timed_conns_.empty()) {
+        spin_dirty_ = k != 0;
+        return;
+    }
+    spin_n_ = k;
+    stats_.spinning = k;
 }
 
 unsigned tcp_iface::on_listener(std::size_t li)

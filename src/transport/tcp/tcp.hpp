@@ -38,6 +38,7 @@ struct config {
     std::uint64_t user_timeout;   ///< USER_TIMEOUT (us): TCP_USER_TIMEOUT; 0 = kernel default
     std::uint64_t busy_poll;      ///< BUSY_POLL (us): SO_BUSY_POLL; 0 off
     std::uint64_t poll_interval;  ///< POLL_INTERVAL: progress calls between idle epoll checks
+    std::uint64_t spin_conns;     ///< SPIN_CONNS: up to this many connections read without epoll
 };
 
 /// The "TCP" table (WEFT_TCP_*).
@@ -54,11 +55,13 @@ struct stats {
     std::uint64_t crossed_kept;        ///< simultaneous connects where we kept our own
     std::uint64_t crossed_yielded;     ///< simultaneous connects where we took the peer's
     std::uint64_t handshakes_refused;  ///< hellos refused (not for us, malformed, duplicate)
-    std::uint64_t conns_failed;  ///< connections that failed (closed, reset, timeout, malformed)
-    std::uint64_t malformed;     ///< connections failed for a malformed frame or handshake
-    std::uint64_t tx_queued;     ///< sends that had to wait in the queue (socket full)
-    std::uint64_t tx_again;      ///< sends refused with `again` (queue full or not connected)
-    std::uint64_t byes;          ///< peers that closed their endpoint cleanly
+    std::uint64_t conns_failed;   ///< connections that failed (closed, reset, timeout, malformed)
+    std::uint64_t malformed;      ///< connections failed for a malformed frame or handshake
+    std::uint64_t tx_queued;      ///< sends that had to wait in the queue (socket full)
+    std::uint64_t tx_again;       ///< sends refused with `again` (queue full or not connected)
+    std::uint64_t byes;           ///< peers that closed their endpoint cleanly
+    std::uint64_t spinning;       ///< connections read without epoll now (SPIN_CONNS; a state)
+    std::uint64_t spin_rebuilds;  ///< times the set of spinning connections was worked out
 };
 
 /// The counters of a tcp transport instance; nullptr if `tl` is not one.

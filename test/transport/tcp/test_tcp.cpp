@@ -589,7 +589,7 @@ TEST_F(tcp_iface_test, attributes_and_cost_leave_shm_and_verbs_ahead)
     const tl::attributes &at = a->t->attr();
     EXPECT_EQ(at.caps, tl::cap::am) << "no one-sided operations: proto/ carries them";
     EXPECT_EQ(at.max_short, 1024U);
-    EXPECT_EQ(at.max_bcopy, 65536U);
+    EXPECT_EQ(at.max_bcopy, 256U * 1024);
     EXPECT_GE(at.max_hdr, 128U);
     EXPECT_EQ(md_->rkey_size(), 0U);
     // The channel picks a transport by time_ns(8 KiB); shm's and verbs' models
@@ -643,6 +643,60 @@ TEST_F(tcp_iface_test, connections_are_made_lazily_on_first_use)
     tl::conn_id again = tl::invalid_id;
     ASSERT_EQ(a->t->connect(b->addr, again), status::ok);
     EXPECT_EQ(again, c) << "cheap to call again for the same peer";
+}
+
+// SPIN_CONNS: with few connections progress reads them with recv() alone
+// and runs epoll_wait only now and then. Under every setting, messages flow
+// both ways, a third endpoint that connects later is accepted (by that
+// occasional epoll_wait) and served, and a peer that closes is noticed.
+TEST_F(tcp_iface_test, spinning_connections_still_accept_newcomers_and_notice_closes)
+{
+    for (const char *spin : {"0", "1", "2"}) {
+        SCOPED_TRACE(std::string("WEFT_TCP_SPIN_CONNS=") + spin);
+        ASSERT_EQ(config_.set("TCP_SPIN_CONNS", spin), status::ok);
+        const unsigned limit = static_cast<unsigned>(std::atoi(spin));
+        auto a = open(100);
+        auto b = open(101);
+        auto c = open(102);
+        ASSERT_TRUE(a != nullptr && b != nullptr && c != nullptr);
+        tl::conn_id ab = tl::invalid_id;
+        ASSERT_EQ(a->t->connect(b->addr, ab), status::ok);
+        // A ping-pong of 200: b answers each message on the connection it came on.
+        for (std::uint64_t i = 0; i < 200; ++i) {
+            ASSERT_TRUE(send_until_taken({a.get(), b.get()}, a.get(), ab, i));
+            ASSERT_TRUE(until({a.get(), b.get()}, [&] { return b->rx.size() == i + 1; }));
+            ASSERT_EQ(b->send(b->rx.back().src, i), status::ok);
+            ASSERT_TRUE(until({a.get(), b.get()}, [&] { return a->rx.size() == i + 1; }));
+            ASSERT_EQ(seq_of(a->rx.back()), i);
+        }
+        EXPECT_EQ(a->stats().spinning, limit >= 1 ? 1U : 0U)
+            << "one connection: read without epoll iff SPIN_CONNS >= 1";
+        // A newcomer: c dials a, which is spinning on its connection to b.
+        tl::conn_id ca = tl::invalid_id;
+        ASSERT_EQ(c->t->connect(a->addr, ca), status::ok);
+        ASSERT_TRUE(send_until_taken({a.get(), b.get(), c.get()}, c.get(), ca, 1000));
+        ASSERT_TRUE(until({a.get(), b.get(), c.get()}, [&] { return a->rx.size() == 201; }));
+        EXPECT_EQ(seq_of(a->rx.back()), 1000U);
+        ASSERT_EQ(a->send(a->rx.back().src, 1001), status::ok);
+        ASSERT_TRUE(until({a.get(), b.get(), c.get()}, [&] { return c->rx.size() == 1; }));
+        EXPECT_EQ(seq_of(c->rx[0]), 1001U);
+        // And b still reaches a.
+        ASSERT_EQ(b->send(b->rx.back().src, 2000), status::ok);
+        ASSERT_TRUE(until({a.get(), b.get(), c.get()}, [&] { return a->rx.size() == 202; }));
+        EXPECT_EQ(a->stats().spinning, limit >= 2 ? 2U : 0U)
+            << "two connections: read without epoll iff SPIN_CONNS >= 2";
+        // b closes its endpoint: a notices (one failure, for b), c is unharmed.
+        b.reset();
+        ASSERT_TRUE(until(
+            {a.get(), c.get()}, [&] { return !a->failed.empty(); }, 5000))
+            << "a spinning endpoint notices a peer that closed";
+        EXPECT_EQ(a->failed.size(), 1U);
+        EXPECT_EQ(a->failed[0].first, ab);
+        ASSERT_EQ(c->send(ca, 3000), status::ok);
+        ASSERT_TRUE(until({a.get(), c.get()}, [&] { return a->rx.size() == 203; }));
+        EXPECT_EQ(seq_of(a->rx.back()), 3000U);
+        EXPECT_EQ(a->stats().spinning, limit >= 1 ? 1U : 0U) << "back to one connection";
+    }
 }
 
 // Both sides connect and send first, before either has progressed: the
