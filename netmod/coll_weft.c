@@ -42,8 +42,15 @@ typedef struct {
     weft_fabric_t *fabric;
     weft_domain_t *domain;
     weft_coll_context_t *ctx;
-    opal_list_t active; /* nonblocking requests not complete */
+    opal_list_t active;  /* nonblocking requests not complete */
+    unsigned idle_calls; /* opal_progress calls while `active` is empty */
 } coll_weft_component_t;
+
+/* With no nonblocking collective under way, coll weft's progress callback
+ * drives its endpoint on one opal_progress call in this many (a power of two):
+ * enough to move what a finished collective still owes a peer, and almost
+ * free for the point-to-point loops that call opal_progress all the time. */
+#define COLL_WEFT_IDLE_PROGRESS 16
 
 static int coll_weft_register(void);
 static int coll_weft_close(void);
@@ -375,12 +382,16 @@ static void coll_weft_unpack(coll_weft_packed_t *p, int unpack)
 static int coll_weft_progress(void)
 {
     coll_weft_component_t *c = &mca_coll_weft_component;
-    /* Always: a finished collective may still owe a peer the rest of a large
-     * message (its rendezvous), which only this endpoint's progress moves. */
-    int n = weft_coll_progress(c->ctx);
     if (opal_list_is_empty(&c->active)) {
-        return n;
+        /* Now and then: a finished collective may still owe a peer the rest of
+         * a large message (its rendezvous), which only this endpoint's progress
+         * moves; blocking collectives drive the endpoint themselves. */
+        if (0 != (++c->idle_calls & (COLL_WEFT_IDLE_PROGRESS - 1))) {
+            return 0;
+        }
+        return weft_coll_progress(c->ctx);
     }
+    int n = weft_coll_progress(c->ctx);
     opal_list_item_t *it = opal_list_get_first(&c->active);
     while (it != opal_list_get_end(&c->active)) {
         opal_list_item_t *next = opal_list_get_next(it);
