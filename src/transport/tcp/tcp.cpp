@@ -761,6 +761,7 @@ sock *tcp_iface::new_sock(int fd, sock_state st)
     s.fd = fd;
     s.state = st;
     ++s.gen;
+    spin_dirty_ = true;  // a handshake under way: epoll until it is done
     s.want_out = st == sock_state::dialing;
     s.lo_rx = false;
     s.conn = invalid_id;
