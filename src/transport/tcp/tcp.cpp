@@ -135,8 +135,9 @@ constexpr unsigned accept_batch = 32;
 /// An accepted socket or an outgoing attempt: room for a handshake and an address.
 constexpr std::size_t hs_buf_size = 512;
 static_assert(hs_buf_size >= sizeof(handshake) + max_address_size);
-/// Receive buffer of a connection: at least this, and one whole frame (a
-/// frame of the default 256 KiB body takes 256 KiB + 12 bytes).
+/// Receive buffer of a connection: this much until a frame larger than it
+/// arrives, then one frame of the peer's largest (the default 256 KiB body
+/// takes 256 KiB + 12 bytes).
 constexpr std::size_t rx_min_size = 64 * 1024;
 /// recv() calls per socket per progress call (level-triggered epoll brings
 /// the socket back next time): at most 8 buffers per call.
@@ -1162,7 +1163,9 @@ void tcp_iface::bind_ready(std::uint32_t ci, sock &s, const handshake &m)
     conn &c = *conns_[ci];
     s.conn = ci;
     s.lim = {m.max_body, m.src_conn};
-    (void)grow_rx(s, std::max<std::size_t>(rx_min_size, sizeof(frame_hdr) + m.max_body));
+    // Room for the peer's largest frame only once a frame larger than this comes
+    // (consume_frames): a connection that carries small messages keeps 64 KiB.
+    (void)grow_rx(s, rx_min_size);
     s.state = sock_state::ready;
     s.deadline_us = 0;
     c.s = &s;
@@ -1190,7 +1193,7 @@ void tcp_iface::on_hello(sock &s, const hs_parsed &p)
         s.conn = it->second;
         s.lo_rx = true;
         s.lim = {p.m.max_body, p.m.src_conn};
-        (void)grow_rx(s, std::max<std::size_t>(rx_min_size, sizeof(frame_hdr) + p.m.max_body));
+        (void)grow_rx(s, rx_min_size);
         s.state = sock_state::ready;
         s.deadline_us = 0;
         c.lo = &s;
@@ -1682,7 +1685,14 @@ unsigned tcp_iface::consume_frames(sock &s)
         const std::size_t avail = s.rx_end - s.rx_start;
         const frame_result r = parse_frame(s.rx.get() + s.rx_start, avail, s.lim, h);
         if (r == frame_result::need_more) {
-            if (avail >= sizeof(frame_hdr) && s.rx_start + sizeof(frame_hdr) + h.len > s.rx_size) {
+            if (avail >= sizeof(frame_hdr) && sizeof(frame_hdr) + h.len > s.rx_size) {
+                // Larger than the buffer (within the peer's announced limit, which
+                // parse_frame checked): room for the largest frame the peer sends,
+                // from now on. Connections that never see one keep rx_min_size.
+                (void)grow_rx(s, sizeof(frame_hdr) + s.lim.max_body);
+                ++stats_.rx_grown;
+            } else if (avail >= sizeof(frame_hdr) &&
+                       s.rx_start + sizeof(frame_hdr) + h.len > s.rx_size) {
                 // A frame that cannot end in the buffer from here: move it to the
                 // front now, so that the next read takes as much as possible.
                 std::memmove(s.rx.get(), s.rx.get() + s.rx_start, avail);

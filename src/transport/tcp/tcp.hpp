@@ -62,6 +62,7 @@ struct stats {
     std::uint64_t byes;           ///< peers that closed their endpoint cleanly
     std::uint64_t spinning;       ///< connections read without epoll now (SPIN_CONNS; a state)
     std::uint64_t spin_rebuilds;  ///< times the set of spinning connections was worked out
+    std::uint64_t rx_grown;       ///< receive buffers grown for a frame above 64 KiB (once each)
 };
 
 /// The counters of a tcp transport instance; nullptr if `tl` is not one.

@@ -699,6 +699,51 @@ TEST_F(tcp_iface_test, spinning_connections_still_accept_newcomers_and_notice_cl
     }
 }
 
+// A connection's receive buffer is 64 KiB until a frame larger than that
+// arrives; then it grows once to the peer's largest frame, and the frame
+// (and the next large one) arrives whole and intact.
+TEST_F(tcp_iface_test, receive_buffers_grow_only_for_large_frames)
+{
+    auto a = open(100);
+    auto b = open(101);
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    tl::conn_id ab = tl::invalid_id;
+    ASSERT_EQ(a->t->connect(b->addr, ab), status::ok);
+    const std::vector<std::uint8_t> small(60 * 1024, 0x5a);
+    for (std::uint64_t i = 0; i < 20; ++i) {
+        ASSERT_TRUE(until({a.get(), b.get()}, [&] {
+            const status st = a->send_payload(ab, i, small);
+            EXPECT_TRUE(st == status::ok || st == status::again) << weft::base::status_string(st);
+            return st == status::ok;
+        }));
+    }
+    ASSERT_TRUE(until({a.get(), b.get()}, [&] { return b->rx.size() == 20; }));
+    EXPECT_EQ(b->stats().rx_grown, 0U) << "frames up to 64 KiB fit the first buffer";
+    std::vector<std::uint8_t> large(a->t->attr().max_bcopy - 64);
+    for (std::size_t i = 0; i < large.size(); ++i) {
+        large[i] = static_cast<std::uint8_t>(i * 131 + 7);
+    }
+    for (std::uint64_t i = 100; i < 103; ++i) {
+        ASSERT_TRUE(until({a.get(), b.get()}, [&] {
+            const status st = a->send_payload(ab, i, large);
+            EXPECT_TRUE(st == status::ok || st == status::again) << weft::base::status_string(st);
+            return st == status::ok;
+        }));
+    }
+    ASSERT_TRUE(until({a.get(), b.get()}, [&] { return b->rx.size() == 23; }));
+    EXPECT_EQ(b->stats().rx_grown, 1U) << "grown once, for the first large frame";
+    for (std::size_t k = 20; k < 23; ++k) {
+        const message &m = b->rx[k];
+        ASSERT_EQ(m.bytes.size(), sizeof(std::uint64_t) + large.size());
+        EXPECT_EQ(seq_of(m), 100U + (k - 20));
+        EXPECT_EQ(0,
+                  std::memcmp(m.bytes.data() + sizeof(std::uint64_t), large.data(), large.size()))
+            << "frame " << k;
+    }
+    EXPECT_TRUE(a->failed.empty());
+    EXPECT_TRUE(b->failed.empty());
+}
+
 // Both sides connect and send first, before either has progressed: the
 // endpoint with the smaller id (node, pid, endpoint) keeps its own connection,
 // the other drops its attempt and takes the accepted one. Every message
