@@ -569,6 +569,18 @@ class tcp_iface_test : public ::testing::Test {
         return ok && st == status::ok;
     }
 
+    /// The same with `payload` after `seq` (a bcopy frame).
+    bool send_until_taken(std::initializer_list<instance *> ins, instance *from, tl::conn_id c,
+                          std::uint64_t seq, const std::vector<std::uint8_t> &payload)
+    {
+        status st = status::again;
+        const bool ok = until(ins, [&] {
+            st = from->send_payload(c, seq, payload);
+            return st != status::again;
+        });
+        return ok && st == status::ok;
+    }
+
     const tl::component *comp_ = nullptr;
     tl::resource res_;
     weft::base::config_store config_;
@@ -711,11 +723,7 @@ TEST_F(tcp_iface_test, receive_buffers_grow_only_for_large_frames)
     ASSERT_EQ(a->t->connect(b->addr, ab), status::ok);
     const std::vector<std::uint8_t> small(60 * 1024, 0x5a);
     for (std::uint64_t i = 0; i < 20; ++i) {
-        ASSERT_TRUE(until({a.get(), b.get()}, [&] {
-            const status st = a->send_payload(ab, i, small);
-            EXPECT_TRUE(st == status::ok || st == status::again) << weft::base::status_string(st);
-            return st == status::ok;
-        }));
+        ASSERT_TRUE(send_until_taken({a.get(), b.get()}, a.get(), ab, i, small));
     }
     ASSERT_TRUE(until({a.get(), b.get()}, [&] { return b->rx.size() == 20; }));
     EXPECT_EQ(b->stats().rx_grown, 0U) << "frames up to 64 KiB fit the first buffer";
@@ -724,11 +732,7 @@ TEST_F(tcp_iface_test, receive_buffers_grow_only_for_large_frames)
         large[i] = static_cast<std::uint8_t>(i * 131 + 7);
     }
     for (std::uint64_t i = 100; i < 103; ++i) {
-        ASSERT_TRUE(until({a.get(), b.get()}, [&] {
-            const status st = a->send_payload(ab, i, large);
-            EXPECT_TRUE(st == status::ok || st == status::again) << weft::base::status_string(st);
-            return st == status::ok;
-        }));
+        ASSERT_TRUE(send_until_taken({a.get(), b.get()}, a.get(), ab, i, large));
     }
     ASSERT_TRUE(until({a.get(), b.get()}, [&] { return b->rx.size() == 23; }));
     EXPECT_EQ(b->stats().rx_grown, 1U) << "grown once, for the first large frame";
