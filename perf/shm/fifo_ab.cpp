@@ -91,7 +91,7 @@ struct alignas(4096) region {
     alignas(128) std::atomic<std::uint32_t> round;     ///< producer: round r may start
     alignas(128) std::atomic<std::uint32_t> consumed;  ///< consumer: messages taken (window)
     alignas(128) std::atomic<std::uint32_t> done;      ///< consumer: round r finished
-    alignas(4096) shm::cell cells[1];                   ///< fifo cells follow
+    alignas(4096) shm::cell cells[1];                  ///< fifo cells follow
 };
 
 struct params {
@@ -270,14 +270,15 @@ int main(int argc, char **argv)
     }
     int st = 0;
     waitpid(child, &st, 0);
-    std::printf("# fifo_ab: %u rounds of %u messages of %u bytes, fifo %u, consumer batch %u, "
-                "window %u%s\n",
-                p.rounds, p.msgs, p.bytes, p.fifo, p.batch, p.window,
-                p.touch ? ", v5 touches the cell" : "");
+    std::printf(
+        "# fifo_ab: %u rounds of %u messages of %u bytes, fifo %u, consumer batch %u, "
+        "window %u%s\n",
+        p.rounds, p.msgs, p.bytes, p.fifo, p.batch, p.window,
+        p.touch ? ", v5 touches the cell" : "");
     std::printf("%-4s %10s %10s\n", "", "ns.min", "ns.median");
     for (int v = 0; v < 2; ++v) {
-        std::printf("%-4s %10.2f %10.2f\n", v ? "v5" : "v4", *std::min_element(t[v].begin(), t[v].end()),
-                    median(t[v]));
+        std::printf("%-4s %10.2f %10.2f\n", v ? "v5" : "v4",
+                    *std::min_element(t[v].begin(), t[v].end()), median(t[v]));
     }
     std::printf("v5/v4 paired median %.3f\n", median(ratio));
     return 0;
