@@ -156,6 +156,16 @@ class matcher {
     /// post() queues one.
     [[nodiscard]] std::uint64_t posts_so_far() const noexcept { return post_seq_; }
     [[nodiscard]] std::size_t unexpected_count() const noexcept { return unexpected_count_; }
+    /// Queued unexpected messages whose sender was not in the address vector when
+    /// they arrived (src == unknown_source).
+    [[nodiscard]] std::size_t unknown_count() const noexcept { return unknown_count_; }
+
+    /// The sender of `m`, queued with unknown_source, has become known as `src`
+    /// (it was inserted into the address vector since): file it under `src`, so
+    /// receives directed at `src` find it. Its place in the arrival order is
+    /// kept: it goes into bucket h(src, tag) before every message that arrived
+    /// after it. src must be neither any_source nor unknown_source.
+    [[gnu::cold]] inline void rekey_unknown(unexpected_msg *m, std::uint32_t src);
     /// Posted receives in the wildcard list (any-source or a non-zero ignore mask).
     [[nodiscard]] std::size_t wildcard_count() const noexcept { return wildcard_count_; }
     [[nodiscard]] std::size_t bucket_count() const noexcept { return mask_ + 1; }
@@ -256,7 +266,13 @@ class matcher {
     [[gnu::always_inline]] unexpected_msg *find_in_bucket(std::uint32_t src,
                                                           std::uint64_t tag) const noexcept
     {
-        match_link *head = &bucket_at(src, tag).unexpected;
+        return find_in(bucket_at(src, tag).unexpected, src, tag);
+    }
+    /// The first message (src, tag) in a bucket's unexpected list.
+    [[gnu::always_inline]] static unexpected_msg *find_in(match_link &list, std::uint32_t src,
+                                                          std::uint64_t tag) noexcept
+    {
+        match_link *head = &list;
         for (match_link *l = head->next; l != head; l = l->next) {
             unexpected_msg *m = from_bucket_link(l);
             if (m->src == src && m->tag == tag) {
@@ -275,6 +291,7 @@ class matcher {
     std::size_t posted_count_ = 0;
     std::size_t wildcard_count_ = 0;
     std::size_t unexpected_count_ = 0;
+    std::size_t unknown_count_ = 0;  ///< of them from unknown_source
     std::uint64_t post_seq_ = 0;
     std::uint64_t arrival_seq_ = 0;
 };
@@ -285,8 +302,10 @@ inline unexpected_msg *matcher::post(posted_recv *r, std::uint32_t src, std::uin
     assert(src != unknown_source);
     assert(!r->queued());
     const bool specific = is_specific(src, ignore);
+    bucket *b = specific ? &bucket_at(src, tag) : nullptr;  // hashed once
     if (unexpected_count_ != 0) {
-        unexpected_msg *m = specific ? find_in_bucket(src, tag) : scan_arrivals(src, tag, ignore);
+        unexpected_msg *m =
+            specific ? find_in(b->unexpected, src, tag) : scan_arrivals(src, tag, ignore);
         if (m != nullptr) {
             remove_unexpected(m);
             return m;
@@ -298,7 +317,7 @@ inline unexpected_msg *matcher::post(posted_recv *r, std::uint32_t src, std::uin
     r->seq = post_seq_++;
     if (specific) [[likely]] {
         r->state = posted_state::specific;
-        list_push_back(&bucket_at(src, tag).posted, &r->link);
+        list_push_back(&b->posted, &r->link);
     } else {
         r->state = posted_state::wildcard;
         list_push_back(&wildcard_, &r->link);
@@ -341,6 +360,9 @@ inline void matcher::add_unexpected(unexpected_msg *m, std::uint32_t src, std::u
     list_push_back(&bucket_at(src, tag).unexpected, &m->bucket_link);
     list_push_back(&arrivals_, &m->arrival_link);
     ++unexpected_count_;
+    if (src == unknown_source) [[unlikely]] {
+        ++unknown_count_;
+    }
 }
 
 inline unexpected_msg *matcher::find_unexpected(std::uint32_t src, std::uint64_t tag,
@@ -358,6 +380,31 @@ inline void matcher::remove_unexpected(unexpected_msg *m)
     list_unlink(&m->bucket_link);
     list_unlink(&m->arrival_link);
     --unexpected_count_;
+    if (m->src == unknown_source) [[unlikely]] {
+        --unknown_count_;
+    }
+}
+
+inline void matcher::rekey_unknown(unexpected_msg *m, std::uint32_t src)
+{
+    assert(m->queued() && m->src == unknown_source);
+    assert(src != any_source && src != unknown_source);
+    list_unlink(&m->bucket_link);
+    --unknown_count_;
+    m->src = src;
+    // Messages that arrived after m may already be filed under src (the sender
+    // resolved as soon as it was inserted): insert before the first of them, so
+    // the bucket stays in arrival order (find_in_bucket takes the first match).
+    match_link *head = &bucket_at(src, m->tag).unexpected;
+    match_link *at = head->prev;
+    while (at != head && from_bucket_link(at)->seq > m->seq) {
+        at = at->prev;
+    }
+    // Insert after `at` (the head when every queued message is younger).
+    m->bucket_link.prev = at;
+    m->bucket_link.next = at->next;
+    at->next->prev = &m->bucket_link;
+    at->next = &m->bucket_link;
 }
 
 inline bool matcher::remove_posted(posted_recv *r)

@@ -420,7 +420,7 @@ void tag_module::on_message(rx_context &rx, std::uint64_t tag, std::uint64_t dat
     if (is_variable(len)) [[unlikely]] {
         // A variable message that came eagerly (the sender's threshold is higher):
         // keep it here and notify.
-        unexpected_record *u = new_unexpected(s->av, tag, data, flags, len);
+        unexpected_record *u = new_unexpected(rx, tag, data, flags, len);
         if (u == nullptr) {
             ch_.drop(rx.tl, rx.src, "no memory for a variable message");
             return;
@@ -461,7 +461,7 @@ void tag_module::on_message(rx_context &rx, std::uint64_t tag, std::uint64_t dat
         complete_recv(r);
         return;
     }
-    unexpected_record *u = new_unexpected(s->av, tag, data, flags, len);
+    unexpected_record *u = new_unexpected(rx, tag, data, flags, len);
     if (u == nullptr) [[unlikely]] {
         ch_.drop(rx.tl, rx.src, "no memory for an unexpected message");
         return;
@@ -512,7 +512,7 @@ void tag_module::on_first(void *m, rx_context &rx, const std::uint8_t *data, std
     f->rreq = nullptr;
     f->ureq = nullptr;
     if (self->is_variable(h.total_len)) {
-        unexpected_record *u = self->new_unexpected(s->av, h.tag, h.data, flags, h.total_len);
+        unexpected_record *u = self->new_unexpected(rx, h.tag, h.data, flags, h.total_len);
         if (u == nullptr) {
             self->ch_.drop(rx.tl, rx.src, "no memory for a variable message");
             return;  // active with no target: the fragments are swallowed
@@ -537,7 +537,7 @@ void tag_module::on_first(void *m, rx_context &rx, const std::uint8_t *data, std
         f->rreq = r;
         return;
     }
-    unexpected_record *u = self->new_unexpected(s->av, h.tag, h.data, flags, h.total_len);
+    unexpected_record *u = self->new_unexpected(rx, h.tag, h.data, flags, h.total_len);
     if (u == nullptr) {
         // Nowhere to put it: swallow the fragments (active with no target).
         self->ch_.drop(rx.tl, rx.src, "no memory for an unexpected message");
@@ -621,7 +621,7 @@ void tag_module::on_rts(void *ctx, rx_context &rx, const rndv_info &info, const 
     // a silent drop: docs/variable-messages.md, "Limits").
     tag_frag &held = *self->frag_of(rx.tl, rx.src);
     unexpected_record *u = held.rts_held < self->params_.unexpected_rndv_max
-                               ? self->new_unexpected(s->av, mt.tag, mt.data, flags, 0)
+                               ? self->new_unexpected(rx, mt.tag, mt.data, flags, 0)
                                : nullptr;
     if (u == nullptr) [[unlikely]] {
         WEFT_LOG_RATE(proto, error, 16, 4096,
@@ -733,22 +733,28 @@ inline recv_request *tag_module::new_recv(const recv_args &a)
 int tag_module::recv(const recv_args &a)
 {
     std::uint32_t src = any_source;
+    bool check_failed = false;  // the source is not a connected, live peer
     if (a.src != WEFT_ADDR_UNSPEC) {
         if (a.src >= unknown_source) [[unlikely]] {
             return -WEFT_EINVAL;
         }
         src = static_cast<std::uint32_t>(a.src);
-        const int failed = ch_.failed(src);
-        if (failed == 0) [[likely]] {
-            // First contact with this source: connect, so its transport watches it
-            // (a directed receive from a peer that dies must fail, not hang).
-            int rc = 0;
-            if (ch_.peer(src, rc) == nullptr && rc == -WEFT_EINVAL && ch_.failed(src) == 0)
-                [[unlikely]] {
+        // A connected peer that has not failed: the common case, one lookup.
+        // Else first contact (connect, so its transport watches it: a directed
+        // receive from a peer that dies must fail, not hang), or a failed peer.
+        int rc = 0;
+        if (ch_.peer(src, rc) == nullptr) [[unlikely]] {
+            const int failed = ch_.failed(src);
+            if (failed == WEFT_ENOENT) {
+                return -WEFT_ENOENT;  // removed from the address vector
+            }
+            if (failed == 0 && rc == -WEFT_EINVAL) {
                 return rc;  // not in the address vector: nothing can ever match
             }
-        } else if (failed == WEFT_ENOENT) [[unlikely]] {
-            return -WEFT_ENOENT;  // removed from the address vector
+            check_failed = true;
+        }
+        if (matcher_.unknown_count() != 0) [[unlikely]] {
+            resolve_unknown();
         }
     }
     recv_request *r = new_recv(a);
@@ -757,7 +763,7 @@ int tag_module::recv(const recv_args &a)
     }
     unexpected_msg *m = matcher_.post(r, src, a.tag, a.ignore);
     if (m == nullptr) [[likely]] {
-        if (src != any_source) [[unlikely]] {
+        if (check_failed) [[unlikely]] {
             if (const int err = ch_.failed(src); err != 0 && matcher_.remove_posted(r)) {
                 // Nothing from a failed peer will ever match this receive.
                 r->msg_src = src;
@@ -843,7 +849,7 @@ void tag_module::free_recv(recv_request *r)
     put_recv(r);
 }
 
-unexpected_record *tag_module::new_unexpected(std::uint32_t src, std::uint64_t tag,
+unexpected_record *tag_module::new_unexpected(const rx_context &rx, std::uint64_t tag,
                                               std::uint64_t data, std::uint64_t flags,
                                               std::size_t total)
 {
@@ -851,7 +857,9 @@ unexpected_record *tag_module::new_unexpected(std::uint32_t src, std::uint64_t t
     if (u == nullptr) [[unlikely]] {
         return nullptr;
     }
-    u->src = src;
+    u->src = rx.source->av;
+    u->from_src = rx.src;
+    u->from_tl = static_cast<std::uint8_t>(rx.tl);
     u->tag = tag;
     u->data = data;
     u->flags = flags;
@@ -874,6 +882,23 @@ unexpected_record *tag_module::new_unexpected(std::uint32_t src, std::uint64_t t
         }
     }
     return u;
+}
+
+void tag_module::resolve_unknown()
+{
+    // In arrival order, so each rekeyed message goes before the younger ones
+    // of the same sender (matcher::rekey_unknown keeps the bucket in order).
+    matcher_.for_each_unexpected([&](unexpected_msg *m) {
+        auto *u = static_cast<unexpected_record *>(m);
+        if (u->src != unknown_source || u->from_tl == no_sender_tl) {
+            return;
+        }
+        // source() resolves again a sender that was not in the address vector.
+        const rx_source *s = ch_.source(u->from_tl, u->from_src);
+        if (s != nullptr && s->av != unknown_source) {
+            matcher_.rekey_unknown(u, s->av);
+        }
+    });
 }
 
 void tag_module::free_unexpected(unexpected_record *u)
@@ -912,6 +937,9 @@ int tag_module::recv_special(const recv_args &a)
             src = static_cast<std::uint32_t>(a.src);
         }
         (void)ch_.progress();  // let arrived messages become visible to the peek
+        if (matcher_.unknown_count() != 0 && src != any_source) [[unlikely]] {
+            resolve_unknown();
+        }
         u = static_cast<unexpected_record *>(matcher_.find_unexpected(src, a.tag, a.ignore));
         if (u == nullptr) {
             ch_.rx.failure({a.context, recv_flags, 0, nullptr, 0, a.tag, WEFT_ADDR_NOTAVAIL},
@@ -1053,6 +1081,15 @@ void tag_module::peer_failed(void *m, std::uint32_t index, int err)
 void tag_module::source_failed(void *m, unsigned tl, transport::src_id src)
 {
     auto *self = static_cast<tag_module *>(m);
+    if (self->matcher_.unknown_count() != 0) {
+        // Its id may name another sender later: never file these under that one.
+        self->matcher_.for_each_unexpected([&](unexpected_msg *x) {
+            auto *u = static_cast<unexpected_record *>(x);
+            if (u->src == unknown_source && u->from_tl == tl && u->from_src == src) {
+                u->from_tl = no_sender_tl;
+            }
+        });
+    }
     auto &v = self->frags_[tl];
     if (src >= v.size() || !v[src].active) {
         return;

@@ -118,6 +118,9 @@ struct tag_rndv : rndv_recv {
 /// A message that arrived before its receive (possibly still being reassembled),
 /// a rendezvous header whose data waits at the sender, or a variable message
 /// notified to the application and not yet claimed.
+/// unexpected_record::from_tl of a message whose sender is gone.
+inline constexpr std::uint8_t no_sender_tl = 0xff;
+
 struct unexpected_record : unexpected_msg {
     std::uint64_t data;
     std::uint64_t flags;      ///< WEFT_REMOTE_CQ_DATA if data came
@@ -126,12 +129,18 @@ struct unexpected_record : unexpected_msg {
     base::pooled_buffer big;  ///< payloads above unexpected_inline (else big.data == nullptr)
     peer_state *cr_peer;      ///< credits held by this record go back to this peer
     std::uint32_t cr_held;    ///< wire messages (credits) whose data this record holds
-    bool claimed;             ///< reserved by PEEK|CLAIM, out of the matcher
-    bool discard;             ///< discarded while fragments are still arriving
-    bool rndv;                ///< the data waits at the sender (`rv`); no buffer here
-    bool variable;            ///< notified as a WEFT_VARIABLE_MSG; `var` is the app's handle
-    rndv_info rv;             ///< rendezvous header (if rndv)
-    weft_var_context var;     ///< handed to the application with the notification
+    /// The transport and its sender id the message came from: a message from a
+    /// sender not in the address vector (src == unknown_source) is filed under
+    /// its index once the sender is inserted (resolve_unknown). from_tl is
+    /// no_sender_tl when that sender failed (its id may name another one later).
+    transport::src_id from_src;
+    std::uint8_t from_tl;
+    bool claimed;          ///< reserved by PEEK|CLAIM, out of the matcher
+    bool discard;          ///< discarded while fragments are still arriving
+    bool rndv;             ///< the data waits at the sender (`rv`); no buffer here
+    bool variable;         ///< notified as a WEFT_VARIABLE_MSG; `var` is the app's handle
+    rndv_info rv;          ///< rendezvous header (if rndv)
+    weft_var_context var;  ///< handed to the application with the notification
     alignas(8) std::uint8_t inline_buf[unexpected_inline];
 
     [[nodiscard]] std::uint8_t *buf() noexcept
@@ -284,8 +293,13 @@ class tag_module {
     }
     [[nodiscard]] unexpected_record *find_claimed(void *context);
     void discard(unexpected_record *u, void *context);
-    unexpected_record *new_unexpected(std::uint32_t src, std::uint64_t tag, std::uint64_t data,
+    /// A record for a message from rx's sender (rx.source must not be null).
+    unexpected_record *new_unexpected(const rx_context &rx, std::uint64_t tag, std::uint64_t data,
                                       std::uint64_t flags, std::size_t total);
+    /// Some unexpected messages came from senders not in the address vector then:
+    /// file those whose sender has been inserted since under its index (before a
+    /// directed receive or peek looks for them).
+    [[gnu::cold, gnu::noinline]] void resolve_unknown();
     void free_unexpected(unexpected_record *u);
     void deliver_unexpected(recv_request *r, unexpected_record *u);
     [[nodiscard, gnu::always_inline]] inline recv_request *new_recv(const recv_args &a);

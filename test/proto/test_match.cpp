@@ -326,6 +326,54 @@ TEST_P(match_test, unknown_source_only_matches_any_source)
     EXPECT_EQ(post(5, any_source, 0, all_bits), 0);
 }
 
+// A sender not in the address vector when its messages arrived is inserted
+// later: rekey_unknown files its messages under its index, in arrival order
+// before the messages that arrived (already under that index) after them.
+TEST_P(match_test, rekeyed_unknown_messages_keep_their_arrival_order)
+{
+    arrive_unexpected(0, unknown_source, 7);
+    arrive_unexpected(1, 3, 7);  // another sender: untouched
+    arrive_unexpected(2, unknown_source, 7);
+    arrive_unexpected(3, unknown_source, 8);
+    EXPECT_EQ(m_.unknown_count(), 3u);
+    // The sender became index 5; its next message resolved at once.
+    arrive_unexpected(4, 5, 7);
+    EXPECT_EQ(post(0, 5, 7), 4) << "before rekeying, only the resolved message is seen";
+    arrive_unexpected(5, 5, 7);
+    // Rekey in arrival order (as the caller walks them): 0 and 2 go before 5.
+    m_.for_each_unexpected([&](unexpected_msg *x) {
+        if (x->src == unknown_source && id(x) != 3) {
+            m_.rekey_unknown(x, 5);
+        }
+    });
+    EXPECT_EQ(m_.unknown_count(), 1u);
+    EXPECT_EQ(m_.unexpected_count(), 5u);
+    EXPECT_EQ(post(1, 5, 7), 0);
+    EXPECT_EQ(post(2, 5, 7), 2);
+    EXPECT_EQ(post(3, 5, 7), 5);
+    EXPECT_EQ(post(4, 5, 8), -1) << "message 3 is still unknown";
+    EXPECT_EQ(post(5, any_source, 8), 3);
+    EXPECT_EQ(m_.unknown_count(), 0u);
+    EXPECT_EQ(post(6, any_source, 7), 1);
+    EXPECT_EQ(m_.unexpected_count(), 0u);
+}
+
+// Removing a message that is still unknown, or that was rekeyed, keeps the
+// unknown count right.
+TEST_P(match_test, unknown_count_follows_removal_and_rekeying)
+{
+    arrive_unexpected(0, unknown_source, 1);
+    arrive_unexpected(1, unknown_source, 1);
+    EXPECT_EQ(m_.unknown_count(), 2u);
+    m_.rekey_unknown(u(1), 4);
+    EXPECT_EQ(m_.unknown_count(), 1u);
+    m_.remove_unexpected(u(1));
+    EXPECT_EQ(m_.unknown_count(), 1u);
+    m_.remove_unexpected(u(0));
+    EXPECT_EQ(m_.unknown_count(), 0u);
+    EXPECT_EQ(m_.unexpected_count(), 0u);
+}
+
 TEST_P(match_test, peek_does_not_remove)
 {
     arrive_unexpected(0, 1, 5);
