@@ -407,6 +407,8 @@ weft_addr_t weft_av::insert(const transport::address &addr)
         // The first index of an address wins for reverse lookups (sources).
         reverse_.try_emplace({addr.node_id(), (std::uint64_t(addr.pid()) << 32) | addr.ep_id()},
                              index);
+        // Relaxed: read as a hint by the tag module (insertions()).
+        insertions_.fetch_add(1, std::memory_order_relaxed);
     }
     table_.push_back(e);
     return av_id::valid(e.id) ? index : WEFT_ADDR_NOTAVAIL;

@@ -160,6 +160,11 @@ struct weft_av : weft::core::refcounted, weft::proto::address_book {
     [[nodiscard]] weft::base::status lookup(std::uint64_t index,
                                             weft::transport::address &out) const override;
     [[nodiscard]] std::uint32_t reverse(const weft::transport::endpoint_id &id) const override;
+    [[nodiscard]] std::uint64_t insertions() const noexcept override
+    {
+        // Relaxed: a hint; a reader that misses an increment sees it on its next look.
+        return insertions_.load(std::memory_order_relaxed);
+    }
 
     /// Insert one address; returns its index or WEFT_ADDR_NOTAVAIL if it cannot
     /// be stored (the index is used either way).
@@ -194,8 +199,9 @@ struct weft_av : weft::core::refcounted, weft::proto::address_book {
         unsigned nblobs;
         std::size_t ep_bytes;  ///< sum of the blobs' per-endpoint lengths
     };
-    mutable std::mutex mutex_;    ///< inserts vs. the endpoints' (cold-path) lookups
-    std::vector<weft_ep *> eps_;  ///< bound endpoints (under mutex_)
+    std::atomic<std::uint64_t> insertions_{0};  ///< valid addresses inserted
+    mutable std::mutex mutex_;                  ///< inserts vs. the endpoints' (cold-path) lookups
+    std::vector<weft_ep *> eps_;                ///< bound endpoints (under mutex_)
     std::vector<weft::core::av_entry> table_;
     std::vector<tmpl> tmpls_;
     std::unordered_map<std::string, std::uint32_t> tmpl_index_;  ///< node id + shape -> tmpls_

@@ -62,6 +62,9 @@ class address_book {
     [[nodiscard]] virtual status lookup(std::uint64_t index, transport::address &out) const = 0;
     /// The index of the endpoint `id`, or unknown_source.
     [[nodiscard]] virtual std::uint32_t reverse(const transport::endpoint_id &id) const = 0;
+    /// Addresses inserted so far: when it has not moved, no sender that reverse()
+    /// did not know has become known.
+    [[nodiscard]] virtual std::uint64_t insertions() const noexcept = 0;
 };
 
 class channel;
@@ -269,6 +272,8 @@ class channel {
     /// fail from now on, queued and posted ones with error completions), and
     /// its senders are no longer known by that index.
     void forget_peer(std::uint32_t index);
+    /// The address vector's insertions so far (address_book::insertions).
+    [[nodiscard]] std::uint64_t av_insertions() const noexcept { return av_.insertions(); }
     /// The receive-side state of sender `src` of transport `tl` (nullptr: out of range).
     [[nodiscard, gnu::always_inline]] rx_source *source(unsigned tl, transport::src_id src)
     {

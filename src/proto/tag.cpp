@@ -753,9 +753,7 @@ int tag_module::recv(const recv_args &a)
             }
             check_failed = true;
         }
-        if (matcher_.unknown_count() != 0) [[unlikely]] {
-            resolve_unknown();
-        }
+        maybe_resolve_unknown();
     }
     recv_request *r = new_recv(a);
     if (r == nullptr) [[unlikely]] {
@@ -886,6 +884,9 @@ unexpected_record *tag_module::new_unexpected(const rx_context &rx, std::uint64_
 
 void tag_module::resolve_unknown()
 {
+    // Read first: an insertion during the walk makes the next receive walk again.
+    unknown_walked_at_ = ch_.av_insertions();
+    ++unknown_walks_;
     // In arrival order, so each rekeyed message goes before the younger ones
     // of the same sender (matcher::rekey_unknown keeps the bucket in order).
     matcher_.for_each_unexpected([&](unexpected_msg *m) {
@@ -937,8 +938,8 @@ int tag_module::recv_special(const recv_args &a)
             src = static_cast<std::uint32_t>(a.src);
         }
         (void)ch_.progress();  // let arrived messages become visible to the peek
-        if (matcher_.unknown_count() != 0 && src != any_source) [[unlikely]] {
-            resolve_unknown();
+        if (src != any_source) {
+            maybe_resolve_unknown();
         }
         u = static_cast<unexpected_record *>(matcher_.find_unexpected(src, a.tag, a.ignore));
         if (u == nullptr) {

@@ -231,6 +231,8 @@ class tag_module {
     [[nodiscard]] int cancel(void *context);
     /// Walks of the posted receives that cancel() made (tests: amortised O(1)).
     [[nodiscard]] std::uint64_t cancel_walks() const noexcept { return cancel_walks_; }
+    /// Walks of the unexpected messages for senders inserted late (resolve_unknown).
+    [[nodiscard]] std::uint64_t unknown_walks() const noexcept { return unknown_walks_; }
 
     [[nodiscard]] std::size_t unexpected_count() const noexcept
     {
@@ -300,6 +302,16 @@ class tag_module {
     /// file those whose sender has been inserted since under its index (before a
     /// directed receive or peek looks for them).
     [[gnu::cold, gnu::noinline]] void resolve_unknown();
+    /// Before a directed receive or peek: resolve_unknown if unknown-source
+    /// messages are queued and the address vector grew since the last walk
+    /// (else none of them can have become known: no walk per receive).
+    [[gnu::always_inline]] void maybe_resolve_unknown()
+    {
+        if (matcher_.unknown_count() != 0 && ch_.av_insertions() != unknown_walked_at_)
+            [[unlikely]] {
+            resolve_unknown();
+        }
+    }
     void free_unexpected(unexpected_record *u);
     void deliver_unexpected(recv_request *r, unexpected_record *u);
     [[nodiscard, gnu::always_inline]] inline recv_request *new_recv(const recv_args &a);
@@ -337,7 +349,10 @@ class tag_module {
     /// Posted receives by context, for cancel (find_posted): rebuilt lazily.
     std::unordered_map<const void *, recv_request *> cancel_index_;
     std::uint64_t cancel_index_posts_ = UINT64_MAX;  ///< matcher's posts_so_far() at the last walk
+    /// The address vector's insertions() at the last resolve_unknown walk.
+    std::uint64_t unknown_walked_at_ = UINT64_MAX;
     std::uint64_t cancel_walks_ = 0;
+    std::uint64_t unknown_walks_ = 0;
     std::array<std::vector<tag_frag>, max_transports> frags_;
     std::size_t nfrag_open_ = 0;  ///< frags_ entries active: the fast path checks only this
     static const request_ops eager_ops;

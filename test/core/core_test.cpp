@@ -594,6 +594,8 @@ TEST(av, directed_receive_finds_messages_that_came_before_the_sender_was_inserte
     ASSERT_EQ(weft_av_insert(pair.av[1], pair.addr[0], 1, &a_at_b, 0), 1);
     send(7, 8);
     send(9, 8);
+    const weft::proto::tag_module &tagm = ep[1]->stack->tag;
+    const std::uint64_t walks = tagm.unknown_walks();
     // A peek directed at A sees the first tag-9 message, sent before the insert.
     weft_context peek_ctx{};
     const weft_msg_tagged peek{nullptr, nullptr, 0, a_at_b, 9, 0, &peek_ctx, 0};
@@ -624,6 +626,8 @@ TEST(av, directed_receive_finds_messages_that_came_before_the_sender_was_inserte
         EXPECT_EQ(e.tag, tag);
         EXPECT_EQ(big[0], first) << "message order for tag " << tag;
     }
+    // One walk filed them: later directed receives found nothing unknown.
+    EXPECT_EQ(tagm.unknown_walks(), walks + 1);
     // A's rendezvous send is complete now.
     for (int spin = 0; spin < 1000000 && sends_done == 0; ++spin) {
         if (weft_cq_read(cq[0], &e, 1) == 1) {

@@ -859,6 +859,7 @@ struct book final : proto::address_book {
         }
         return proto::unknown_source;
     }
+    std::uint64_t insertions() const noexcept override { return addrs.size(); }
 };
 
 /// One endpoint's protocol stack over one transport instance.
