@@ -238,16 +238,35 @@ static void mtl_weft_ack_fail(struct mtl_weft_op *op, const struct weft_cq_err_e
 }
 
 /** Post the acknowledgement receive (MPI_Ssend), then the message. */
-static int mtl_weft_post_send(mtl_weft_request_t *req)
+/** A synchronous send: its acknowledgement receive, then the message with
+ * remote CQ data OMPI_WEFT_DATA_SYNC. */
+static int mtl_weft_post_sync_send(mtl_weft_request_t *req)
 {
     ssize_t rc;
-    if (OPAL_UNLIKELY(0 != req->ack_tag) && !req->posted) {
-        rc = weft_trecv(mtl_weft.w.ep, NULL, 0, NULL, WEFT_ADDR_UNSPEC, req->ack_tag, 0,
-                        &req->ack.ctx);
+    if (!req->posted) {
+        rc = weft_trecv(mtl_weft.w.ep, NULL, 0, NULL, req->peer, req->ack_tag, 0, &req->ack.ctx);
         if (0 != rc) {
             return (int)rc;
         }
         req->posted = true; /* the acknowledgement receive is posted */
+    }
+    if (req->length <= mtl_weft.w.inject_size) {
+        rc = weft_tinjectdata(mtl_weft.w.ep, req->buf, req->length, OMPI_WEFT_DATA_SYNC, req->peer,
+                              req->wtag);
+        if (OPAL_LIKELY(0 == rc)) {
+            mtl_weft_send_event(req); /* the buffer is reusable: the send is done */
+        }
+        return (int)rc;
+    }
+    return (int)weft_tsenddata(mtl_weft.w.ep, req->buf, req->length, NULL, OMPI_WEFT_DATA_SYNC,
+                               req->peer, req->wtag, &req->op.ctx);
+}
+
+static int mtl_weft_post_send(mtl_weft_request_t *req)
+{
+    ssize_t rc;
+    if (OPAL_UNLIKELY(0 != req->ack_tag)) {
+        return mtl_weft_post_sync_send(req);
     }
     if (req->length <= mtl_weft.w.inject_size) {
         rc = weft_tinject(mtl_weft.w.ep, req->buf, req->length, req->peer, req->wtag);
@@ -369,7 +388,6 @@ static int mtl_weft_send_start(mtl_weft_request_t *req, struct ompi_communicator
     req->wtag = wtag;
     req->post = mtl_weft_post_send;
     if (OPAL_UNLIKELY(MCA_PML_BASE_SEND_SYNCHRONOUS == mode)) {
-        req->wtag |= OMPI_WEFT_SYNC_BIT;
         /* The receiver answers with its own rank in the source field. */
         req->ack_tag = OMPI_WEFT_ACK_BIT | ompi_weft_tag(comm->c_contextid, dest, tag);
         req->ack.done = mtl_weft_ack_done;
@@ -454,8 +472,10 @@ static int mtl_weft_post_ack(mtl_weft_request_t *req)
     return (int)rc;
 }
 
-/** A receive (or matched-probe receive) got @p len bytes of the message tagged @p wtag. */
-static void mtl_weft_recv_complete(mtl_weft_request_t *req, uint64_t wtag, size_t len, int error)
+/** A receive (or matched-probe receive) got @p len bytes of the message tagged
+ * @p wtag; @p sync: a synchronous send, to acknowledge. */
+static void mtl_weft_recv_complete(mtl_weft_request_t *req, uint64_t wtag, size_t len, int error,
+                                   bool sync)
 {
     ompi_status_public_t *st = &req->super.ompi_req->req_status;
     const int src = ompi_weft_tag_source(wtag);
@@ -477,7 +497,7 @@ static void mtl_weft_recv_complete(mtl_weft_request_t *req, uint64_t wtag, size_
         req->bounce = NULL;
     }
 
-    if (OPAL_UNLIKELY(0 != (wtag & OMPI_WEFT_SYNC_BIT))) {
+    if (OPAL_UNLIKELY(sync)) {
         /* MPI_Ssend: the sender waits until we have matched it. */
         int rc = mtl_weft_peer_addr(req->comm, src, &req->peer);
         if (OMPI_SUCCESS != rc) {
@@ -505,7 +525,7 @@ static void mtl_weft_recv_complete(mtl_weft_request_t *req, uint64_t wtag, size_
 static void mtl_weft_recv_done(struct mtl_weft_op *op, const struct weft_cq_tagged_entry *e)
 {
     mtl_weft_request_t *req = MTL_WEFT_CONTAINER(op, mtl_weft_request_t, op);
-    mtl_weft_recv_complete(req, e->tag, e->len, MPI_SUCCESS);
+    mtl_weft_recv_complete(req, e->tag, e->len, MPI_SUCCESS, ompi_weft_is_sync(e->flags, e->data));
 }
 
 static void mtl_weft_recv_fail(struct mtl_weft_op *op, const struct weft_cq_err_entry *e)
@@ -525,13 +545,29 @@ static void mtl_weft_recv_fail(struct mtl_weft_op *op, const struct weft_cq_err_
     }
     /* Truncated: len is what was delivered; the message was matched, so a
      * synchronous sender is still acknowledged. */
-    mtl_weft_recv_complete(req, e->tag, e->len, ompi_weft_mpi_error(e->err));
+    mtl_weft_recv_complete(req, e->tag, e->len, ompi_weft_mpi_error(e->err),
+                           ompi_weft_is_sync(e->flags, e->data));
+}
+
+/**
+ * The weft address a receive from @p src of @p comm names: the peer's, so that
+ * weft matches it in its hash table, or WEFT_ADDR_UNSPEC for MPI_ANY_SOURCE
+ * (and, should the peer's address be unavailable, for a specific source too:
+ * the source rank in the tag still selects it).
+ */
+static inline weft_addr_t mtl_weft_recv_source(struct ompi_communicator_t *comm, int src)
+{
+    weft_addr_t a = WEFT_ADDR_UNSPEC;
+    if (MPI_ANY_SOURCE != src && OMPI_SUCCESS != mtl_weft_peer_addr(comm, src, &a)) {
+        a = WEFT_ADDR_UNSPEC;
+    }
+    return a;
 }
 
 static int mtl_weft_post_recv(mtl_weft_request_t *req)
 {
     req->posted = true; /* before: the completion may be read by another thread at once */
-    ssize_t rc = weft_trecv(mtl_weft.w.ep, req->buf, req->length, NULL, WEFT_ADDR_UNSPEC, req->wtag,
+    ssize_t rc = weft_trecv(mtl_weft.w.ep, req->buf, req->length, NULL, req->peer, req->wtag,
                             req->ignore, &req->op.ctx);
     if (OPAL_UNLIKELY(0 != rc)) {
         req->posted = false;
@@ -577,6 +613,7 @@ int mtl_weft_irecv(struct mca_mtl_base_module_t *mtl, struct ompi_communicator_t
     req->kind = MTL_WEFT_REQ_RECV;
     req->comm = comm;
     ompi_weft_recv_bits(comm->c_contextid, src, tag, &req->wtag, &req->ignore);
+    req->peer = mtl_weft_recv_source(comm, src);
     req->post = mtl_weft_post_recv;
     rc = -WEFT_EAGAIN;
     if (OPAL_LIKELY(!mtl_weft_have_deferred())) {
@@ -651,7 +688,7 @@ static int mtl_weft_peek(struct ompi_communicator_t *comm, int src, int tag, uin
         .msg_iov = NULL,
         .desc = NULL,
         .iov_count = 0,
-        .addr = WEFT_ADDR_UNSPEC,
+        .addr = mtl_weft_recv_source(comm, src),
         .tag = wtag,
         .ignore = ignore,
         .context = &p->op.ctx,
@@ -735,7 +772,7 @@ static void mtl_weft_claim_done(struct mtl_weft_op *op, const struct weft_cq_tag
     struct mtl_weft_probe *p = (struct mtl_weft_probe *)op;
     mtl_weft_request_t *req = p->mrecv;
     free(p);
-    mtl_weft_recv_complete(req, e->tag, e->len, MPI_SUCCESS);
+    mtl_weft_recv_complete(req, e->tag, e->len, MPI_SUCCESS, ompi_weft_is_sync(e->flags, e->data));
 }
 
 static void mtl_weft_claim_fail(struct mtl_weft_op *op, const struct weft_cq_err_entry *e)
@@ -746,7 +783,8 @@ static void mtl_weft_claim_fail(struct mtl_weft_op *op, const struct weft_cq_err
     if (WEFT_ETRUNC != e->err) {
         mtl_weft_log_completion("matched receive", e);
     }
-    mtl_weft_recv_complete(req, e->tag, e->len, ompi_weft_mpi_error(e->err));
+    mtl_weft_recv_complete(req, e->tag, e->len, ompi_weft_mpi_error(e->err),
+                           ompi_weft_is_sync(e->flags, e->data));
 }
 
 int mtl_weft_imrecv(struct mca_mtl_base_module_t *mtl, struct opal_convertor_t *convertor,

@@ -32,7 +32,7 @@
  * One MPI message is one weft tagged message. Its 64-bit weft tag:
  *
  *   63    62     61 ....... 50   49 ........ 32   31 ............ 0
- *  [ACK][SYNC][ context id 12 ][ source rank 18 ][ MPI tag (32-bit int) ]
+ *  [ACK][ 0  ][ context id 12 ][ source rank 18 ][ MPI tag (32-bit int) ]
  *
  * - context id: the communicator's c_contextid (Open MPI keeps it below the
  *   component's max_contextid = 4095).
@@ -41,18 +41,25 @@
  * - MPI tag: all 32 bits of the int, so Open MPI's negative internal tags (down to
  *   -INT_MAX for collectives) keep their identity; MPI_ANY_TAG ignores bits 0..30
  *   and requires bit 31 == 0, so it never matches a negative tag.
- * - SYNC: the sender (MPI_Ssend) waits for an acknowledgement; receives ignore it.
- * - ACK: a zero-byte acknowledgement of a SYNC message; receives require it to be 0,
- *   so only the sender's own acknowledgement receive matches it.
+ * - ACK: a zero-byte acknowledgement of a synchronous send; receives require it to
+ *   be 0, so only the sender's own acknowledgement receive matches it.
+ * - Bit 62 is 0 (it carried the synchronous flag before; that is remote CQ data now).
  *
- * Receives never name a weft source address: the source is selected by the tag
- * bits. A message that arrives before its sender is in our address vector (procs
- * are added lazily) is reported by weft with an unknown source and would never
- * match a directed receive posted after the insertion; the tag does not have
- * that problem.
+ * A synchronous send (MPI_Ssend) carries remote CQ data OMPI_WEFT_DATA_SYNC: the
+ * receiver acknowledges it once matched. Being outside the tag, it leaves a
+ * receive for a given source and tag with nothing to ignore, so weft files it
+ * under that (source address, tag) in its hash table (O(1) matching) rather than
+ * in the wildcard list every arrival scans.
+ *
+ * Receives for a specific source name its weft address (and carry its rank in the
+ * tag as well); MPI_ANY_SOURCE receives name none. A message that arrives before
+ * its sender is in our address vector (procs are added lazily) is found by a
+ * directed receive posted after the insertion: weft files it under the new
+ * address then (docs/matching.md "Senders inserted late").
  */
 #define OMPI_WEFT_ACK_BIT (1ULL << 63)
-#define OMPI_WEFT_SYNC_BIT (1ULL << 62)
+/** Remote CQ data of a synchronous send: acknowledge it when matched. */
+#define OMPI_WEFT_DATA_SYNC 1ULL
 #define OMPI_WEFT_CID_BITS 12
 #define OMPI_WEFT_CID_SHIFT 50
 #define OMPI_WEFT_SOURCE_BITS 18
@@ -89,7 +96,7 @@ static inline void ompi_weft_recv_bits(uint32_t cid, int src, int tag, uint64_t 
                                        uint64_t *ignore)
 {
     uint64_t t = (uint64_t)cid << OMPI_WEFT_CID_SHIFT;
-    uint64_t ign = OMPI_WEFT_SYNC_BIT;
+    uint64_t ign = 0;
     if (MPI_ANY_SOURCE == src) {
         ign |= OMPI_WEFT_SOURCE_MASK;
     } else {
@@ -102,6 +109,12 @@ static inline void ompi_weft_recv_bits(uint32_t cid, int src, int tag, uint64_t 
     }
     *wtag = t;
     *ignore = ign;
+}
+
+/** Was the completed receive (@p flags, @p data of its CQ entry) a synchronous send? */
+static inline bool ompi_weft_is_sync(uint64_t flags, uint64_t data)
+{
+    return 0 != (flags & WEFT_REMOTE_CQ_DATA) && 0 != (data & OMPI_WEFT_DATA_SYNC);
 }
 
 /* ------------------------------------------------------------------ errors */

@@ -417,15 +417,35 @@ static void pml_weft_ack_fail(struct pml_weft_op *op, const struct weft_cq_err_e
 }
 
 /** Post the acknowledgement receive (MPI_Ssend), then the message. */
-static int pml_weft_post_send(struct pml_weft_xfer *x)
+/** A synchronous send: its acknowledgement receive, then the message with
+ * remote CQ data OMPI_WEFT_DATA_SYNC. */
+static int pml_weft_post_sync_send(struct pml_weft_xfer *x)
 {
     ssize_t rc;
-    if (OPAL_UNLIKELY(0 != x->ack_tag) && !x->posted) {
-        rc = weft_trecv(pml_weft.w.ep, NULL, 0, NULL, WEFT_ADDR_UNSPEC, x->ack_tag, 0, &x->ack.ctx);
+    if (!x->posted) {
+        rc = weft_trecv(pml_weft.w.ep, NULL, 0, NULL, x->peer, x->ack_tag, 0, &x->ack.ctx);
         if (0 != rc) {
             return (int)rc;
         }
         x->posted = true; /* the acknowledgement receive is posted */
+    }
+    if (x->length <= pml_weft.w.inject_size) {
+        rc = weft_tinjectdata(pml_weft.w.ep, x->buf, x->length, OMPI_WEFT_DATA_SYNC, x->peer,
+                              x->wtag);
+        if (OPAL_LIKELY(0 == rc)) {
+            pml_weft_send_event(x); /* the buffer is reusable: the send is done */
+        }
+        return (int)rc;
+    }
+    return (int)weft_tsenddata(pml_weft.w.ep, x->buf, x->length, NULL, OMPI_WEFT_DATA_SYNC, x->peer,
+                               x->wtag, &x->op.ctx);
+}
+
+static int pml_weft_post_send(struct pml_weft_xfer *x)
+{
+    ssize_t rc;
+    if (OPAL_UNLIKELY(0 != x->ack_tag)) {
+        return pml_weft_post_sync_send(x);
     }
     if (x->length <= pml_weft.w.inject_size) {
         rc = weft_tinject(pml_weft.w.ep, x->buf, x->length, x->peer, x->wtag);
@@ -623,7 +643,6 @@ static int pml_weft_send_slow(struct pml_weft_xfer *x, const void *buf, size_t c
     x->wtag = wtag;
     x->post = pml_weft_post_send;
     if (OPAL_UNLIKELY(sync)) {
-        x->wtag |= OMPI_WEFT_SYNC_BIT;
         /* The receiver answers with its own rank in the source field. */
         x->ack_tag = OMPI_WEFT_ACK_BIT | ompi_weft_tag(comm->c_contextid, dst, tag);
         x->ack.done = pml_weft_ack_done;
@@ -675,7 +694,7 @@ int pml_weft_send(const void *buf, size_t count, struct ompi_datatype_t *datatyp
                   mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm)
 {
     weft_addr_t peer;
-    int rc = pml_weft_peer_addr(comm, dst, &peer);
+    int rc = pml_weft_comm_addr(comm, dst, &peer);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
@@ -715,7 +734,7 @@ int pml_weft_isend(const void *buf, size_t count, struct ompi_datatype_t *dataty
                    struct ompi_request_t **request)
 {
     weft_addr_t peer;
-    int rc = pml_weft_peer_addr(comm, dst, &peer);
+    int rc = pml_weft_comm_addr(comm, dst, &peer);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
@@ -773,8 +792,10 @@ static int pml_weft_post_ack(struct pml_weft_xfer *x)
     return (int)rc;
 }
 
-/** A receive (or matched-probe receive) got @p len bytes of the message tagged @p wtag. */
-static void pml_weft_recv_complete(struct pml_weft_xfer *x, uint64_t wtag, size_t len, int error)
+/** A receive (or matched-probe receive) got @p len bytes of the message tagged
+ * @p wtag; @p sync: a synchronous send, to acknowledge. */
+static void pml_weft_recv_complete(struct pml_weft_xfer *x, uint64_t wtag, size_t len, int error,
+                                   bool sync)
 {
     ompi_status_public_t *st = x->status;
     const int src = ompi_weft_tag_source(wtag);
@@ -797,7 +818,7 @@ static void pml_weft_recv_complete(struct pml_weft_xfer *x, uint64_t wtag, size_
         x->bounce = NULL;
     }
 
-    if (OPAL_UNLIKELY(0 != (wtag & OMPI_WEFT_SYNC_BIT))) {
+    if (OPAL_UNLIKELY(sync)) {
         /* MPI_Ssend: the sender waits until we have matched it. */
         int rc = pml_weft_peer_addr(x->comm, src, &x->peer);
         if (OMPI_SUCCESS != rc) {
@@ -824,7 +845,7 @@ static void pml_weft_recv_complete(struct pml_weft_xfer *x, uint64_t wtag, size_
 static void pml_weft_recv_done(struct pml_weft_op *op, const struct weft_cq_tagged_entry *e)
 {
     struct pml_weft_xfer *x = PML_WEFT_CONTAINER(op, struct pml_weft_xfer, op);
-    pml_weft_recv_complete(x, e->tag, e->len, MPI_SUCCESS);
+    pml_weft_recv_complete(x, e->tag, e->len, MPI_SUCCESS, ompi_weft_is_sync(e->flags, e->data));
 }
 
 static void pml_weft_recv_fail(struct pml_weft_op *op, const struct weft_cq_err_entry *e)
@@ -844,14 +865,30 @@ static void pml_weft_recv_fail(struct pml_weft_op *op, const struct weft_cq_err_
     }
     /* Truncated: len is what was delivered; the message was matched, so a
      * synchronous sender is still acknowledged. */
-    pml_weft_recv_complete(x, e->tag, e->len, ompi_weft_mpi_error(e->err));
+    pml_weft_recv_complete(x, e->tag, e->len, ompi_weft_mpi_error(e->err),
+                           ompi_weft_is_sync(e->flags, e->data));
+}
+
+/**
+ * The weft address a receive from @p src of @p comm names: the peer's, so that
+ * weft matches it in its hash table, or WEFT_ADDR_UNSPEC for MPI_ANY_SOURCE
+ * (and, should the peer's address be unavailable, for a specific source too:
+ * the source rank in the tag still selects it).
+ */
+static inline weft_addr_t pml_weft_recv_source(struct ompi_communicator_t *comm, int src)
+{
+    weft_addr_t a = WEFT_ADDR_UNSPEC;
+    if (MPI_ANY_SOURCE != src && OMPI_SUCCESS != pml_weft_comm_addr(comm, src, &a)) {
+        a = WEFT_ADDR_UNSPEC;
+    }
+    return a;
 }
 
 static int pml_weft_post_recv(struct pml_weft_xfer *x)
 {
     x->posted = true; /* before: the completion may be read by another thread at once */
-    ssize_t rc = weft_trecv(pml_weft.w.ep, x->buf, x->length, NULL, WEFT_ADDR_UNSPEC, x->wtag,
-                            x->ignore, &x->op.ctx);
+    ssize_t rc =
+        weft_trecv(pml_weft.w.ep, x->buf, x->length, NULL, x->peer, x->wtag, x->ignore, &x->op.ctx);
     if (OPAL_UNLIKELY(0 != rc)) {
         x->posted = false;
     }
@@ -917,6 +954,7 @@ static int pml_weft_recv_start(struct pml_weft_xfer *x, int src, int tag,
     x->kind = PML_WEFT_RECV;
     x->comm = comm;
     ompi_weft_recv_bits(comm->c_contextid, src, tag, &x->wtag, &x->ignore);
+    x->peer = pml_weft_recv_source(comm, src);
     x->post = pml_weft_post_recv;
     int rc = -WEFT_EAGAIN;
     if (OPAL_LIKELY(!pml_weft_have_deferred())) {
@@ -1095,7 +1133,7 @@ static int pml_weft_start_send(pml_weft_request_t *req)
 {
     struct ompi_communicator_t *comm = req->comm_ref;
     weft_addr_t peer;
-    int rc = pml_weft_peer_addr(comm, req->p_peer, &peer);
+    int rc = pml_weft_comm_addr(comm, req->p_peer, &peer);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return pml_weft_deactivate(req, rc);
     }
@@ -1204,7 +1242,7 @@ static int pml_weft_peek(struct ompi_communicator_t *comm, int src, int tag, uin
         .msg_iov = NULL,
         .desc = NULL,
         .iov_count = 0,
-        .addr = WEFT_ADDR_UNSPEC,
+        .addr = pml_weft_recv_source(comm, src),
         .tag = wtag,
         .ignore = ignore,
         .context = &p->op.ctx,
@@ -1311,7 +1349,7 @@ static void pml_weft_claim_done(struct pml_weft_op *op, const struct weft_cq_tag
     struct pml_weft_probe *p = (struct pml_weft_probe *)op;
     struct pml_weft_xfer *x = p->mrecv;
     free(p);
-    pml_weft_recv_complete(x, e->tag, e->len, MPI_SUCCESS);
+    pml_weft_recv_complete(x, e->tag, e->len, MPI_SUCCESS, ompi_weft_is_sync(e->flags, e->data));
 }
 
 static void pml_weft_claim_fail(struct pml_weft_op *op, const struct weft_cq_err_entry *e)
@@ -1322,7 +1360,8 @@ static void pml_weft_claim_fail(struct pml_weft_op *op, const struct weft_cq_err
     if (WEFT_ETRUNC != e->err) {
         pml_weft_log_completion("matched receive", e);
     }
-    pml_weft_recv_complete(x, e->tag, e->len, ompi_weft_mpi_error(e->err));
+    pml_weft_recv_complete(x, e->tag, e->len, ompi_weft_mpi_error(e->err),
+                           ompi_weft_is_sync(e->flags, e->data));
 }
 
 /** Receive the message of @p message (claimed by a matched probe) with @p x, set up. */

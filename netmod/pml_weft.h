@@ -184,6 +184,35 @@ int pml_weft_dump(struct ompi_communicator_t *comm, int verbose);
 /** The weft address of rank @p rank of @p comm's remote group, adding the proc lazily. */
 int pml_weft_peer_addr(struct ompi_communicator_t *comm, int rank, weft_addr_t *addr);
 
+/**
+ * Per communicator (comm->c_pml_comm, made by add_comm): the weft address of
+ * each rank of the remote group (the group for an intracommunicator) + 1, 0 until
+ * first used. Saves Open MPI's group lookup on every send and directed receive.
+ */
+struct mca_pml_comm_t {
+    size_t size;
+    uint64_t addr[]; /**< relaxed atomics: threads may fill a slot at once, same value */
+};
+
+/** pml_weft_peer_addr through the communicator's cache. */
+static inline int pml_weft_comm_addr(struct ompi_communicator_t *comm, int rank, weft_addr_t *addr)
+{
+    struct mca_pml_comm_t *pc = comm->c_pml_comm;
+    if (OPAL_LIKELY(NULL != pc && (size_t)rank < pc->size)) {
+        const uint64_t v = __atomic_load_n(&pc->addr[rank], __ATOMIC_RELAXED);
+        if (OPAL_LIKELY(0 != v)) {
+            *addr = (weft_addr_t)(v - 1);
+            return OMPI_SUCCESS;
+        }
+        const int rc = pml_weft_peer_addr(comm, rank, addr);
+        if (OMPI_SUCCESS == rc) {
+            __atomic_store_n(&pc->addr[rank], (uint64_t)*addr + 1, __ATOMIC_RELAXED);
+        }
+        return rc;
+    }
+    return pml_weft_peer_addr(comm, rank, addr);
+}
+
 /* data path (pml_weft.c) */
 int pml_weft_progress(void);
 /** Drain the deferred queue as far as weft accepts (progress, finalize). */

@@ -324,12 +324,24 @@ int pml_weft_add_comm(struct ompi_communicator_t *comm)
                     OMPI_WEFT_MAX_RANKS);
         return OMPI_ERR_NOT_SUPPORTED;
     }
+    /* The address cache (pml_weft_comm_addr); without it, lookups go to Open MPI. */
+    /* Ranks name the remote group of an intercommunicator (Open MPI's remote
+     * size is 0 for an intracommunicator). */
+    const size_t n =
+        (size_t)(OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm));
+    struct mca_pml_comm_t *pc = calloc(1, sizeof(*pc) + n * sizeof(pc->addr[0]));
+    if (NULL == pc) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    pc->size = n;
+    comm->c_pml_comm = pc;
     return OMPI_SUCCESS;
 }
 
 int pml_weft_del_comm(struct ompi_communicator_t *comm)
 {
-    (void)comm; /* no per-communicator state: everything is in the tag */
+    free(comm->c_pml_comm);
+    comm->c_pml_comm = NULL;
     return OMPI_SUCCESS;
 }
 

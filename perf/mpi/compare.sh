@@ -17,6 +17,7 @@ usage() {
     cat <<'EOF'
 usage: perf/mpi/compare.sh [options]
   --bench LIST       benchmarks, comma-separated: lat,bw,bibw,mbw,rate (default: these),
+                     tags (rate with a tag per message, sent in reverse order),
                      one-sided put_lat,get_lat,acc_lat,fop_lat,cas_lat,put_bw,get_bw;
                      "p2p" and "rma" name each group
   --sync MODE        one-sided synchronisation: lock, flush (default, as OSU),
@@ -37,7 +38,9 @@ usage: perf/mpi/compare.sh [options]
   --before DIR       also run the weft MTL of another build (DIR holds its
                      mca_mtl_weft.so, and mca_osc_weft.so for the one-sided
                      benchmarks, e.g. OLD_BUILD/.libs) as backend "before",
-                     interleaved with the others: the tables add weft / before
+                     interleaved with the others: the tables add weft / before.
+                     With backend pml and not weft: that build's pml weft
+                     (mca_pml_weft.so), and the tables add pml / before
   --netns            ranks on two nodes: the network namespaces of contrib/netns/weft-netns
                      (up first), launched by `weft-netns mpirun --map-by node` (no
                      binding), so every backend crosses the veth pair over TCP; default
@@ -116,12 +119,18 @@ benches=$(echo ",$benches," | sed -e "s/,p2p,/,$p2p_benches,/g; s/,rma,/,$rma_be
     -e 's/^,//; s/,$//')
 IFS=',' read -r -a bench_list <<<"$benches"
 IFS=',' read -r -a backend_list <<<"$backends"
+# The build "before" is compared with: weft (pml cm + mtl weft), or pml weft
+# when pml runs and weft does not.
+before_of=weft
+if [[ " ${backend_list[*]} " == *" pml "* ]] && [[ " ${backend_list[*]} " != *" weft "* ]]; then
+    before_of=pml
+fi
 if [ -n "$before_dir" ] && [[ " ${backend_list[*]} " != *" before "* ]]; then
-    # Right after weft, so that the two see the machine in the same state.
+    # Right after weft (or pml), so that the two see the machine in the same state.
     with=()
     for b in "${backend_list[@]}"; do
         with+=("$b")
-        [ "$b" = weft ] && with+=(before)
+        [ "$b" = "$before_of" ] && with+=(before)
     done
     [[ " ${with[*]} " == *" before "* ]] || with=(before "${with[@]}")
     backend_list=("${with[@]}")
@@ -134,7 +143,7 @@ any_p2p=0
 any_rma=0
 for b in "${bench_list[@]}"; do
     case "$b" in
-        lat|bw|bibw|mbw|rate) any_p2p=1 ;;
+        lat|bw|bibw|mbw|rate|tags) any_p2p=1 ;;
         put_lat|get_lat|acc_lat|fop_lat|cas_lat|put_bw|get_bw) any_rma=1 ;;
         *) die "unknown benchmark '$b'" ;;
     esac
@@ -194,7 +203,9 @@ the one-sided benchmarks need the osc weft component for backend weft (or leave 
     fi
 fi
 if [ -n "$before_dir" ]; then
-    [ -f "$before_dir/mca_mtl_weft.so" ] || die "mca_mtl_weft.so not in $before_dir (--before)"
+    before_so=mca_mtl_weft.so
+    [ "$before_of" = pml ] && before_so=mca_pml_weft.so
+    [ -f "$before_dir/$before_so" ] || die "$before_so not in $before_dir (--before)"
     if [ "$any_rma" = 1 ]; then
         [ -f "$before_dir/mca_osc_weft.so" ] || die "mca_osc_weft.so not in $before_dir (--before, one-sided)"
     fi
@@ -243,7 +254,13 @@ backend_args() {
     case "$1" in
         weft) echo "--mca mca_base_component_path $weft_path:$ompi_dir --mca pml cm --mca mtl weft $osc" ;;
         pml) echo "--mca mca_base_component_path $weft_path:$ompi_dir --mca pml weft $osc" ;;
-        before) echo "--mca mca_base_component_path $before_dir:$ompi_dir --mca pml cm --mca mtl weft $osc" ;;
+        before)
+            if [ "$before_of" = pml ]; then
+                echo "--mca mca_base_component_path $before_dir:$ompi_dir --mca pml weft $osc"
+            else
+                echo "--mca mca_base_component_path $before_dir:$ompi_dir --mca pml cm --mca mtl weft $osc"
+            fi
+            ;;
         # Debian disables pml ucx by default, and without RDMA devices Open MPI
         # 4.1 refuses it unless told any transport and device will do.
         ucx) echo "--mca pml ucx --mca opal_common_ucx_tls any --mca opal_common_ucx_devices any" \
@@ -269,7 +286,7 @@ sizes_for() {
     if [ "$quick" = 1 ]; then
         case "$1" in
             lat|put_lat|get_lat|acc_lat) echo "1,8,64,512,4k,16k,64k,1m" ;;
-            rate) echo "1,8,64,512,4k" ;;
+            rate|tags) echo "1,8,64,512,4k" ;;
             # A window of 64 slots: 64 MiB per rank at 1 MiB (256 MiB at 4 MiB).
             put_bw|get_bw) echo "8,512,4k,64k,256k,1m" ;;
             *) echo "8,512,4k,64k,256k,1m,4m" ;;
@@ -277,7 +294,7 @@ sizes_for() {
     else
         case "$1" in
             lat) echo "0,1,2,4,8,16,32,64,128,256,512,1k,2k,4k,8k,16k,32k,64k,128k,256k,512k,1m,2m,4m" ;;
-            rate) echo "1,2,4,8,16,32,64,128,256,512,1k,2k,4k,8k,16k,32k,64k" ;;
+            rate|tags) echo "1,2,4,8,16,32,64,128,256,512,1k,2k,4k,8k,16k,32k,64k" ;;
             *) echo "1,2,4,8,16,32,64,128,256,512,1k,2k,4k,8k,16k,32k,64k,128k,256k,512k,1m,2m,4m" ;;
         esac
     fi
@@ -319,7 +336,7 @@ for be in "${backend_list[@]}"; do
             cat "$work/check_$be.txt" >&2
             die "backend $be does not run $cb (see above)"
         fi
-        if { [ "$be" = weft ] || [ "$be" = before ]; } &&
+        if { [ "$be" = weft ] || { [ "$be" = before ] && [ "$before_of" = weft ]; }; } &&
             [ "$(grep -c 'mtl weft: selected on rank' "$work/check_$be.txt")" -ne "$np" ]; then
             cat "$work/check_$be.txt" >&2
             die "the weft MTL was not selected on every rank"
@@ -355,7 +372,7 @@ awk -f "$perf_dir/stats.awk" "$work/raw.csv" >"$work/stats.csv"
 
 cut -d, -f1-5 "$work/stats.csv" >"$work/results.csv"
 
-awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" '
+awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" -v bof="$before_of" '
     NR == 1 { next }
     {
         if (!(($1, $2) in seen)) { seen[$1, $2] = 1; order[$1] = order[$1] " " $2 }
@@ -370,6 +387,7 @@ awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" '
         title["bibw"] = "bibw: bidirectional bandwidth (sum), MB/s, higher is better"
         title["mbw"] = "mbw: multi-pair bandwidth (" np / 2 " pairs, sum), MB/s, higher is better"
         title["rate"] = "rate: message rate (" np / 2 " pairs, sum), messages/s, higher is better"
+        title["tags"] = "tags: message rate, a tag per message, sent in reverse (" np / 2 " pairs, sum), messages/s, higher is better"
         os = " (sync " sync ", MPI_Win_" win ")"
         title["put_lat"] = "put_lat: MPI_Put latency" os ", us per operation, lower is better"
         title["get_lat"] = "get_lat: MPI_Get latency" os ", us per operation, lower is better"
@@ -387,13 +405,13 @@ awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" '
             nother = split(others, tmp, ", ")
             printf "# best = %s of %d reps%s%s\n", low(b) ? "min" : "max", reps, \
                 (have[b, "weft"] && nother > 0 ? "; ratio = weft / " (nother > 1 ? "the best of " : "") others : ""), \
-                (have[b, "before"] ? "; vs.before = weft / before" : "") \
+                (have[b, "before"] ? "; vs.before = " bof " / before" : "") \
                 (have[b, "pml"] && nother > 0 ? "; pml.ratio = pml / the same" : "")
             printf "%9s", "size"
             for (j = 1; j <= nall; j++) if (have[b, all[j]]) printf " %12s %12s", all[j] ".best", all[j] ".median"
             if (have[b, "weft"] && nother > 0) printf " %10s %12s", "ratio.best", "ratio.median"
             if (have[b, "pml"] && nother > 0) printf " %14s %16s", "pml.ratio.best", "pml.ratio.median"
-            if (have[b, "weft"] && have[b, "before"]) printf " %16s %18s", "vs.before.best", "vs.before.median"
+            if (have[b, bof] && have[b, "before"]) printf " %16s %18s", "vs.before.best", "vs.before.median"
             printf "\n"
             ns = split(order[b], sz, " ")
             for (s = 1; s <= ns; s++) {
@@ -425,10 +443,10 @@ awk -F, -v reps="$reps" -v np="$np" -v sync="$sync" -v win="$win" '
                     rm = om > 0 ? md[b, z, "pml"] / om : 0
                     printf " %14.3f %16.3f", rb, rm
                 }
-                if (have[b, "weft"] && have[b, "before"]) {
+                if (have[b, bof] && have[b, "before"]) {
                     xb = best(b, z, "before"); xm = md[b, z, "before"]
-                    vb = xb > 0 ? best(b, z, "weft") / xb : 0
-                    vm = xm > 0 ? md[b, z, "weft"] / xm : 0
+                    vb = xb > 0 ? best(b, z, bof) / xb : 0
+                    vm = xm > 0 ? md[b, z, bof] / xm : 0
                     printf " %16.3f %18.3f", vb, vm
                 }
                 printf "\n"

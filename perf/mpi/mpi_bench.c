@@ -18,6 +18,10 @@
  *         over the pairs.
  *   rate  the same loop reported as messages per second summed over the pairs
  *         (osu_mbw_mr's message rate).
+ *   tags  rate with a tag per message: the receiver posts its W receives with tags
+ *         0..W-1, the sender sends tag W-1 first and 0 last, so each message is
+ *         matched against up to W posted receives (the cost of matching with many
+ *         receives posted; not an OSU benchmark): messages/s.
  * One-sided (exactly 2 ranks; rank 0 the origin, rank 1 the target; the loops of
  * OSU 7.x osu_put_latency, osu_get_latency, osu_acc_latency, osu_fop_latency,
  * osu_cas_latency, osu_put_bw and osu_get_bw):
@@ -64,6 +68,7 @@ enum bench {
     B_BIBW,
     B_MBW,
     B_RATE,
+    B_TAGS,
     B_PUT_LAT,
     B_GET_LAT,
     B_ACC_LAT,
@@ -73,8 +78,9 @@ enum bench {
     B_GET_BW,
     B_COUNT
 };
-static const char *bench_names[] = {"lat",     "bw",      "bibw",    "mbw",     "rate",   "put_lat",
-                                    "get_lat", "acc_lat", "fop_lat", "cas_lat", "put_bw", "get_bw"};
+static const char *bench_names[] = {"lat",     "bw",      "bibw",    "mbw",     "rate",
+                                    "tags",    "put_lat", "get_lat", "acc_lat", "fop_lat",
+                                    "cas_lat", "put_bw",  "get_bw"};
 
 enum sync_mode { S_LOCK, S_FLUSH, S_FLUSH_LOCAL, S_LOCK_ALL, S_FENCE, S_PSCW, S_COUNT };
 static const char *sync_names[] = {"lock", "flush", "flush_local", "lock_all", "fence", "pscw"};
@@ -142,10 +148,11 @@ static double run_lat(size_t size, long iters, long warmup, char *sbuf, char *rb
 
 /**
  * The window loop of osu_bw / osu_mbw_mr between @p me and @p peer (sender when
- * @p sender). Returns the elapsed time of the timed iterations.
+ * @p sender). Returns the elapsed time of the timed iterations. @p tags: message
+ * w of a window has tag 2 + w, sent in reverse order (the tags benchmark).
  */
 static double run_window(size_t size, long iters, long warmup, int window, int peer, int sender,
-                         char *sbuf, char *rbuf, MPI_Request *reqs)
+                         char *sbuf, char *rbuf, MPI_Request *reqs, int tags)
 {
     double t0 = 0;
     int ack = 0;
@@ -155,13 +162,15 @@ static double run_window(size_t size, long iters, long warmup, int window, int p
         }
         if (sender) {
             for (int w = 0; w < window; ++w) {
-                MPI_Isend(sbuf, (int)size, MPI_BYTE, peer, 2, MPI_COMM_WORLD, &reqs[w]);
+                const int tag = tags ? 2 + window - 1 - w : 2;
+                MPI_Isend(sbuf, (int)size, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &reqs[w]);
             }
             MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
             MPI_Recv(&ack, 1, MPI_INT, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
             for (int w = 0; w < window; ++w) {
-                MPI_Irecv(rbuf, (int)size, MPI_BYTE, peer, 2, MPI_COMM_WORLD, &reqs[w]);
+                MPI_Irecv(rbuf, (int)size, MPI_BYTE, peer, tags ? 2 + w : 2, MPI_COMM_WORLD,
+                          &reqs[w]);
             }
             MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
             MPI_Send(&ack, 1, MPI_INT, peer, 3, MPI_COMM_WORLD);
@@ -475,7 +484,8 @@ int main(int argc, char **argv)
     if ((bench == B_LAT || bench == B_BIBW) && nranks < 2) {
         bad = 1;
     }
-    if ((bench == B_MBW || bench == B_RATE || bench == B_BW) && (nranks < 2 || nranks % 2)) {
+    if ((bench == B_MBW || bench == B_RATE || bench == B_TAGS || bench == B_BW) &&
+        (nranks < 2 || nranks % 2)) {
         bad = 1;
     }
     if (bench >= 0 && is_rma(bench) && nranks != 2) {
@@ -569,9 +579,9 @@ int main(int argc, char **argv)
         } else {
             printf("# mpi_bench %s: %d ranks, window %d; unit %s\n", bench_names[bench], nranks,
                    window,
-                   bench == B_LAT    ? "us (one-way)"
-                   : bench == B_RATE ? "messages/s"
-                                     : "MB/s");
+                   bench == B_LAT                       ? "us (one-way)"
+                   : bench == B_RATE || bench == B_TAGS ? "messages/s"
+                                                        : "MB/s");
         }
     }
     const long base = iters > 0 ? iters : (lat_kind ? 10000 : 100);
@@ -593,7 +603,8 @@ int main(int argc, char **argv)
                 break;
             case B_BW:
             case B_MBW:
-            case B_RATE: {
+            case B_RATE:
+            case B_TAGS: {
                 /* bw: the pair (0, 1) only; mbw and rate: every pair (i, i + n/2). */
                 const int half = nranks / 2;
                 double dt = 0;
@@ -602,7 +613,8 @@ int main(int argc, char **argv)
                     const int peer =
                         bench == B_BW ? 1 - rank : (rank < half ? rank + half : rank - half);
                     const int sender = bench == B_BW ? rank == 0 : rank < half;
-                    dt = run_window(size, n, wu, window, peer, sender, sbuf, rbuf, reqs);
+                    dt = run_window(size, n, wu, window, peer, sender, sbuf, rbuf, reqs,
+                                    bench == B_TAGS);
                 }
                 /* Rate of each sender, summed (osu_mbw_mr): every pair runs at once. */
                 double mine = 0, total = 0;
@@ -611,7 +623,7 @@ int main(int argc, char **argv)
                     mine = (double)window * (double)n / dt;
                 }
                 MPI_Reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-                value = bench == B_RATE ? total : total * (double)size / 1e6;
+                value = bench == B_RATE || bench == B_TAGS ? total : total * (double)size / 1e6;
                 break;
             }
             default:

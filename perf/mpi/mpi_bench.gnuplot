@@ -76,6 +76,10 @@ do for [i = 1:n] {
         set title "message rate (sum over pairs): higher is better"
         set ylabel "messages/s"
     }
+    if (bench eq "tags") {
+        set title "message rate, a tag per message sent in reverse order: higher is better"
+        set ylabel "messages/s"
+    }
     if (bench eq "put_lat") {
         set title "MPI_Put latency: lower is better"
         set ylabel "microseconds per operation"
