@@ -878,7 +878,8 @@ static void pml_weft_recv_fail(struct pml_weft_op *op, const struct weft_cq_err_
 static inline weft_addr_t pml_weft_recv_source(struct ompi_communicator_t *comm, int src)
 {
     weft_addr_t a = WEFT_ADDR_UNSPEC;
-    if (MPI_ANY_SOURCE != src && OMPI_SUCCESS != pml_weft_comm_addr(comm, src, &a)) {
+    /* src < 0: MPI_ANY_SOURCE (or a negative rank no caller should pass) */
+    if (src >= 0 && OMPI_SUCCESS != pml_weft_comm_addr(comm, src, &a)) {
         a = WEFT_ADDR_UNSPEC;
     }
     return a;
