@@ -889,6 +889,7 @@ void tag_module::resolve_unknown()
     ++unknown_walks_;
     // In arrival order, so each rekeyed message goes before the younger ones
     // of the same sender (matcher::rekey_unknown keeps the bucket in order).
+    std::size_t filed = 0;
     matcher_.for_each_unexpected([&](unexpected_msg *m) {
         auto *u = static_cast<unexpected_record *>(m);
         if (u->src != unknown_source || u->from_tl == no_sender_tl) {
@@ -898,8 +899,13 @@ void tag_module::resolve_unknown()
         const rx_source *s = ch_.source(u->from_tl, u->from_src);
         if (s != nullptr && s->av != unknown_source) {
             matcher_.rekey_unknown(u, s->av);
+            ++filed;
         }
     });
+    WEFT_LOG(proto, debug,
+             "%zu unexpected messages filed under senders inserted since they came; %zu still "
+             "from unknown senders",
+             filed, matcher_.unknown_count());
 }
 
 void tag_module::free_unexpected(unexpected_record *u)
