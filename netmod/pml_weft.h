@@ -169,6 +169,9 @@ typedef struct pml_weft_component {
     int priority; /**< MCA pml_weft_priority */
     int verbose;  /**< MCA pml_weft_verbose: >= 1 prints the selection of every rank */
     char *config; /**< MCA pml_weft_config: NAME=value pairs on top of the environment */
+    /** MCA pml_weft_progress_iterations: blocking calls wait in weft's progress and
+     * call opal_progress once in this many polls (1: every poll) */
+    int progress_iterations;
 } pml_weft_component_t;
 
 OMPI_MODULE_DECLSPEC extern pml_weft_component_t mca_pml_weft_component;

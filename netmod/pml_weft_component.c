@@ -49,6 +49,7 @@ OMPI_MODULE_DECLSPEC pml_weft_component_t mca_pml_weft_component = {
     .priority = 5,
     .verbose = 0,
     .config = NULL,
+    .progress_iterations = 100,
 };
 
 pml_weft_module_t pml_weft = {
@@ -110,6 +111,18 @@ static int pml_weft_component_register(void)
         "WEFT_)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_pml_weft_component.config);
+    mca_base_component_var_register(
+        &mca_pml_weft_component.super.pmlm_version, "progress_iterations",
+        "Blocking sends and receives wait in weft's progress and call opal_progress (the other "
+        "components' progress, and a yield when oversubscribed) once in this many polls; 1: "
+        "every poll (as pml_ucx_progress_iterations, default 100)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_pml_weft_component.progress_iterations);
+    if (mca_pml_weft_component.progress_iterations < 1) {
+        opal_output(0, "pml weft: pml_weft_progress_iterations=%d is below 1; using 1",
+                    mca_pml_weft_component.progress_iterations);
+        mca_pml_weft_component.progress_iterations = 1;
+    }
     return OMPI_SUCCESS;
 }
 
