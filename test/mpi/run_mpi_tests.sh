@@ -263,6 +263,15 @@ if [ -f "$build/.libs/mca_pml_weft.so" ]; then
         echo "ok:   pml_weft_config with an unknown name refused: $(grep -m1 "$bad_name" "$log")"
         passed=$((passed + 1))
     fi
+    # Blocking calls poll weft and call opal_progress once in
+    # pml_weft_progress_iterations polls: every poll (1) works too, and a value
+    # below 1 is said and taken as 1.
+    run mpi_p2p 2 --mca pml_weft_progress_iterations 1
+    if run mpi_p2p 2 --mca pml_weft_progress_iterations 0 &&
+        ! grep -q "pml_weft_progress_iterations=0 is below 1" "$log"; then
+        echo "FAIL: pml_weft_progress_iterations 0: no line saying it is taken as 1"
+        failed=$((failed + 1))
+    fi
     # Not without the flag: with the component in the path and no pml named,
     # Open MPI keeps its default PML and pml weft is never selected.
     timeout 120 "$mpirun" -np 2 "${base_args[@]}" --mca pml_weft_verbose 1 \
