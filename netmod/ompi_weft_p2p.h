@@ -111,6 +111,24 @@ static inline void ompi_weft_recv_bits(uint32_t cid, int src, int tag, uint64_t 
     *ignore = ign;
 }
 
+/**
+ * The weft address a receive from @p src of @p comm names: the peer's (from
+ * @p lookup, the component's rank-to-address function), so that weft matches it
+ * in its hash table; WEFT_ADDR_UNSPEC for MPI_ANY_SOURCE (any negative rank), or
+ * when the peer's address cannot be had: the source rank in the tag still
+ * selects it.
+ */
+static inline weft_addr_t ompi_weft_recv_addr(struct ompi_communicator_t *comm, int src,
+                                              int (*lookup)(struct ompi_communicator_t *, int,
+                                                            weft_addr_t *))
+{
+    weft_addr_t a = WEFT_ADDR_UNSPEC;
+    if (src >= 0 && OMPI_SUCCESS != lookup(comm, src, &a)) {
+        a = WEFT_ADDR_UNSPEC;
+    }
+    return a;
+}
+
 /** Was the completed receive (@p flags, @p data of its CQ entry) a synchronous send? */
 static inline bool ompi_weft_is_sync(uint64_t flags, uint64_t data)
 {

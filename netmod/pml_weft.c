@@ -884,20 +884,10 @@ static void pml_weft_recv_fail(struct pml_weft_op *op, const struct weft_cq_err_
                            ompi_weft_is_sync(e->flags, e->data));
 }
 
-/**
- * The weft address a receive from @p src of @p comm names: the peer's, so that
- * weft matches it in its hash table, or WEFT_ADDR_UNSPEC for MPI_ANY_SOURCE
- * (and, should the peer's address be unavailable, for a specific source too:
- * the source rank in the tag still selects it).
- */
+/** The weft address a receive from @p src of @p comm names (ompi_weft_recv_addr). */
 static inline weft_addr_t pml_weft_recv_source(struct ompi_communicator_t *comm, int src)
 {
-    weft_addr_t a = WEFT_ADDR_UNSPEC;
-    /* src < 0: MPI_ANY_SOURCE (or a negative rank no caller should pass) */
-    if (src >= 0 && OMPI_SUCCESS != pml_weft_comm_addr(comm, src, &a)) {
-        a = WEFT_ADDR_UNSPEC;
-    }
-    return a;
+    return ompi_weft_recv_addr(comm, src, pml_weft_comm_addr);
 }
 
 static int pml_weft_post_recv(struct pml_weft_xfer *x)

@@ -400,11 +400,9 @@ inline void matcher::rekey_unknown(unexpected_msg *m, std::uint32_t src)
     while (at != head && from_bucket_link(at)->seq > m->seq) {
         at = at->prev;
     }
-    // Insert after `at` (the head when every queued message is younger).
-    m->bucket_link.prev = at;
-    m->bucket_link.next = at->next;
-    at->next->prev = &m->bucket_link;
-    at->next = &m->bucket_link;
+    // Insert after `at` (the head when every queued message is younger), i.e.
+    // before at->next: list_push_back links a node just before the one it is given.
+    list_push_back(at->next, &m->bucket_link);
 }
 
 inline bool matcher::remove_posted(posted_recv *r)
