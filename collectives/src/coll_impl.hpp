@@ -163,6 +163,11 @@ struct weft_coll_context {
     std::vector<request *> failed;        ///< failed triggered runs (failed_run), freed at close
     void (*wait_hook)(void *) = nullptr;  ///< called by waits with nothing to do
     void *wait_arg = nullptr;
+    bool rma = false;  ///< the endpoint reads peers' registered memory (weft_get)
+    /// Single-copy reads of the shared-memory stage (shm_run_direct) not yet
+    /// complete; their CQ entries carry this word's address as op_context.
+    std::uint32_t direct_pending = 0;
+    int direct_err = 0;  ///< the first error of those reads, until the call takes it
 
     // Selection thresholds (WEFT_COLL_* environment variables, docs/collectives.md).
     std::size_t bcast_large = 64 * 1024;
@@ -176,6 +181,7 @@ struct weft_coll_context {
     std::size_t shm_slot = 64 * 1024;     ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)
     std::size_t shm_large = 1024 * 1024;  ///< WEFT_COLL_SHM_LARGE (0: none in pieces)
     std::size_t shm_push = 256 * 1024;    ///< WEFT_COLL_SHM_PUSH (symmetric broadcasts)
+    std::size_t shm_direct = 64 * 1024;   ///< WEFT_COLL_SHM_DIRECT (0: no single-copy calls)
     std::string node_name;  ///< WEFT_COLL_NODE: this process's node (default: the host name)
 
     int progress();
@@ -191,6 +197,14 @@ struct weft_coll_context {
 };
 
 namespace weft::coll {
+/// The stage's sizes a group uses (each the smallest any member has).
+struct shm_params {
+    std::size_t slot = 0;        ///< WEFT_COLL_SHM_SLOT
+    std::size_t push_max = 0;    ///< WEFT_COLL_SHM_PUSH
+    std::size_t large_max = 0;   ///< WEFT_COLL_SHM_LARGE
+    std::size_t direct_min = 0;  ///< WEFT_COLL_SHM_DIRECT (0: off)
+};
+
 /// A group's shared-memory stage (collectives/src/shm.cpp): its region and
 /// every member's, mapped.
 struct shm_state {
@@ -216,6 +230,17 @@ struct shm_state {
     std::vector<std::byte> tmp;         ///< in-place reductions of symmetric buffers
     std::vector<std::uint64_t> totals;  ///< calls larger than a slot: every member's bytes
     std::size_t large_max = 0;  ///< calls larger than a slot up to this (per member): in pieces
+    /// Blocks of at least this many bytes move once, read by weft_get from the
+    /// owner's buffer (SIZE_MAX: not on this group: a member cannot).
+    std::size_t direct_min = SIZE_MAX;
+    /// A member's buffer in a single-copy call, as its slot described it.
+    struct direct_source {
+        std::uint64_t addr = 0;
+        weft_rkey_t *key = nullptr;  ///< unpacked for this call, released at its end
+        bool looked = false;         ///< the description was read (key nullptr: unusable)
+    };
+    std::vector<direct_source> direct_src;  ///< by member, for the current call
+    std::vector<std::byte> direct_tmp;      ///< single-copy reductions: members' chunks
     shm_state() = default;
     shm_state(const shm_state &) = delete;
     shm_state &operator=(const shm_state &) = delete;
@@ -238,12 +263,13 @@ struct weft_coll_group {
     std::vector<std::unique_ptr<request>> kept;  ///< weft_coll()'s schedules, most recent last
     std::unique_ptr<weft::coll::shm_state> shm;  ///< the shared-memory stage, or none
     // Groups that span nodes (hier.cpp); none on a single node.
-    std::unique_ptr<weft_coll_group> node;     ///< this member's node, with the stage
-    std::unique_ptr<weft_coll_group> leaders;  ///< on node leaders: one member per node
-    std::vector<std::uint32_t> node_rank;      ///< by member: its rank in its node's group
-    std::vector<std::uint32_t> leader;         ///< by node: the member leading it
-    std::vector<std::byte> hier_tmp;           ///< a reduce's result on members not its root
-    std::uint32_t nodes = 1;                   ///< nodes the members are on
+    std::unique_ptr<weft_coll_group> node;           ///< this member's node, with the stage
+    std::unique_ptr<weft_coll_group> leaders;        ///< on node leaders: one member per node
+    std::vector<std::uint32_t> node_rank;            ///< by member: its rank in its node's group
+    std::vector<std::uint32_t> leader;               ///< by node: the member leading it
+    std::vector<std::byte> hier_tmp;                 ///< a reduce's result on members not its root
+    std::uint32_t nodes = 1;                         ///< nodes the members are on
+    std::uint64_t calls[WEFT_COLL_PATH_COUNT] = {};  ///< weft_coll() calls by path
 };
 
 namespace weft::coll {
@@ -266,25 +292,29 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
 bool shm_takes_large(const group &g, const weft_coll_args &a);
 /// Run `a` (checked as shm_args_ok does) a slot's worth at a time.
 int shm_run_large(group &g, const weft_coll_args &a, combine_fn combine);
+/// Whether the stage runs `a` in single copy: blocks of at least direct_min
+/// bytes that members read straight from their owners' buffers.
+bool shm_takes_direct(const group &g, const weft_coll_args &a);
+/// Run `a` (checked as shm_args_ok does) in single copy; `combine` for reductions.
+int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine);
 /// Whether the stage runs `a` (flags WEFT_COLL_SYMMETRIC) straight from and
 /// into the members' symmetric buffers; `a` is validated as shm_args_ok does.
 bool shm_symmetric(const group &g, const weft_coll_args &a);
 /// Run `a` on symmetric buffers (shm_symmetric said yes).
 int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine);
-/// Make the group's shared-memory stage with `slot`-byte slots if every member
-/// maps every other's region (two more out-of-band exchanges, on every member).
-int shm_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,
-              const weft_coll_oob &oob);
+/// Make the group's shared-memory stage with `prm.slot`-byte slots if every
+/// member maps every other's region (two more out-of-band exchanges, on every
+/// member); single-copy calls if every member's endpoint reads with RMA too.
+int shm_setup(group &g, const shm_params &prm, const weft_coll_oob &oob);
 /// Map every member's symmetric segment (weft_coll_group_add_segment).
 int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr, const weft_coll_oob &oob);
 /// Wait until the members are done with this member's region, and free it.
 void shm_teardown(group &g);
 
 /// Make the node and leaders groups of a group whose members are on `nodes`
-/// nodes (several on some), each node's with a stage of `slot`-byte slots;
+/// nodes (several on some), each node's with a stage of `prm`'s sizes;
 /// every member takes part in the exchanges (three or more rounds of `oob`).
-int hier_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,
-               const weft_coll_oob &oob, std::uint32_t nodes);
+int hier_setup(group &g, const shm_params &prm, const weft_coll_oob &oob, std::uint32_t nodes);
 /// Whether `a` runs in the node / leaders / node form on `g`.
 bool hier_takes(const group &g, const weft_coll_args &a);
 /// Run `a` (checked as shm_args_ok does) in that form.

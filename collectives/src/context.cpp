@@ -29,7 +29,8 @@ constexpr const char *known_vars[] = {"WEFT_COLL_BCAST_LARGE",
                                       "WEFT_COLL_SHM_SLOT",
                                       "WEFT_COLL_SHM_PUSH",
                                       "WEFT_COLL_NODE",
-                                      "WEFT_COLL_SHM_LARGE"};
+                                      "WEFT_COLL_SHM_LARGE",
+                                      "WEFT_COLL_SHM_DIRECT"};
 
 /// Warn about WEFT_COLL_* variables that are none of ours (a typo would
 /// otherwise be ignored silently).
@@ -506,6 +507,10 @@ int weft_coll_context::progress()
         const ssize_t got = weft_cq_read(cq, entries, 32);
         if (got > 0) {
             for (ssize_t i = 0; i < got; ++i) {
+                if (entries[i].op_context == &direct_pending) [[unlikely]] {
+                    --direct_pending;  // a read of the stage's single-copy path
+                    continue;
+                }
                 complete_one(*static_cast<request *>(entries[i].op_context), 0);
             }
             seen += int(got);
@@ -517,6 +522,16 @@ int weft_coll_context::progress()
         if (got == -WEFT_EAVAIL) {
             weft_cq_err_entry e{};
             if (weft_cq_readerr(cq, &e, 0) == 1) {
+                if (e.op_context == &direct_pending) {
+                    log("error", "a single-copy read failed: %s (%s)", weft_strerror(e.err),
+                        e.err_str);
+                    --direct_pending;
+                    if (direct_err == 0) {
+                        direct_err = -e.err;
+                    }
+                    ++seen;
+                    continue;
+                }
                 request *counted = nullptr;  // a triggered run's operation: a weft_count
                 for (const auto *list : {&watched, &failed}) {
                     for (request *w : *list) {
@@ -594,7 +609,9 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     c->info = weft_info_dup(info);
     int rc = c->info == nullptr ? -WEFT_ENOMEM : 0;
     if (rc == 0) {
-        c->info->caps = caps;
+        // RMA reads when the transports offer them: the stage's single-copy calls.
+        c->rma = (info->caps & WEFT_RMA) != 0;
+        c->info->caps = caps | (info->caps & WEFT_RMA);
         weft_cq_attr cq_attr{};
         cq_attr.format = WEFT_CQ_FORMAT_CONTEXT;
         rc = weft_cq_open(domain, &cq_attr, &c->cq);
@@ -639,6 +656,7 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     c->shm_slot = env_size("WEFT_COLL_SHM_SLOT", c->shm_slot);
     c->shm_push = env_size("WEFT_COLL_SHM_PUSH", c->shm_push);
     c->shm_large = env_size("WEFT_COLL_SHM_LARGE", c->shm_large);
+    c->shm_direct = env_size("WEFT_COLL_SHM_DIRECT", c->shm_direct);
     if (const char *v = std::getenv("WEFT_COLL_NODE"); v != nullptr && *v != '\0') {
         c->node_name = v;
     }
@@ -710,9 +728,10 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     struct header {
         std::uint32_t next_id;
         std::uint32_t addr_len;
-        std::uint64_t shm_slot;   ///< its WEFT_COLL_SHM_SLOT: the group uses the smallest
-        std::uint64_t shm_push;   ///< its WEFT_COLL_SHM_PUSH: the smallest too
-        std::uint64_t shm_large;  ///< its WEFT_COLL_SHM_LARGE: the smallest too
+        std::uint64_t shm_slot;    ///< its WEFT_COLL_SHM_SLOT: the group uses the smallest
+        std::uint64_t shm_push;    ///< its WEFT_COLL_SHM_PUSH: the smallest too
+        std::uint64_t shm_large;   ///< its WEFT_COLL_SHM_LARGE: the smallest too
+        std::uint64_t shm_direct;  ///< its WEFT_COLL_SHM_DIRECT (off: UINT64_MAX): the largest
         char node[64];
     };
     const std::size_t rec = sizeof(header) + c->addr_len;
@@ -723,6 +742,7 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     h.shm_slot = c->shm_slot;
     h.shm_push = c->shm_push;
     h.shm_large = c->shm_large;
+    h.shm_direct = c->shm_direct != 0 ? c->shm_direct : UINT64_MAX;
     std::size_t alen = c->addr_len;
     int rc = weft_ep_getname(c->ep, mine.data() + sizeof(header), &alen);
     if (rc != 0) {
@@ -748,8 +768,9 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     g->node_of.resize(size);
     std::vector<std::string> nodes;
     std::size_t shm_slot = c->shm_slot;
-    std::size_t shm_push = c->shm_push;
-    std::size_t shm_large = c->shm_large;
+    shm_params prm{.push_max = c->shm_push,
+                   .large_max = c->shm_large,
+                   .direct_min = c->shm_direct != 0 ? c->shm_direct : SIZE_MAX};
     for (std::uint32_t i = 0; i < size; ++i) {
         header hi{};
         std::memcpy(&hi, all.data() + i * rec, sizeof(hi));
@@ -760,8 +781,11 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
         }
         g->id = std::max(g->id, hi.next_id);
         shm_slot = std::min<std::size_t>(shm_slot, hi.shm_slot);
-        shm_push = std::min<std::size_t>(shm_push, hi.shm_push);
-        shm_large = std::min<std::size_t>(shm_large, hi.shm_large);
+        prm.push_max = std::min<std::size_t>(prm.push_max, hi.shm_push);
+        prm.large_max = std::min<std::size_t>(prm.large_max, hi.shm_large);
+        // Not min(): SIZE_MAX (off) is larger than every threshold, so one
+        // member's "off" wins, as it must (it would not take part).
+        prm.direct_min = std::max<std::size_t>(prm.direct_min, hi.shm_direct);
         hi.node[sizeof(hi.node) - 1] = '\0';
         const std::string node(hi.node);
         const auto it = std::find(nodes.begin(), nodes.end(), node);
@@ -801,7 +825,8 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     // The shared-memory stage: every member on this node, and a slot size
     // every member allows (the same decision everywhere: the same data).
     if (size >= 2 && shm_slot > 0 && nodes.size() == 1) {
-        rc = shm_setup(*g, shm_slot, shm_push, shm_large, *oob);
+        prm.slot = shm_slot;
+        rc = shm_setup(*g, prm, *oob);
         if (rc != 0) {
             log("error", "group creation: the shared-memory exchange failed: %s",
                 weft_strerror(rc));
@@ -811,7 +836,8 @@ int weft_coll_group_create(weft_coll_context_t *c, uint32_t size, uint32_t rank,
     // Members on several nodes, several on some: the node / leaders form.
     g->nodes = std::uint32_t(nodes.size());
     if (shm_slot > 0 && nodes.size() > 1 && nodes.size() < size) {
-        rc = hier_setup(*g, shm_slot, shm_push, shm_large, *oob, std::uint32_t(nodes.size()));
+        prm.slot = shm_slot;
+        rc = hier_setup(*g, prm, *oob, std::uint32_t(nodes.size()));
         if (rc != 0) {
             log("error", "group creation: the exchange for the nodes' stages failed: %s",
                 weft_strerror(rc));
@@ -872,6 +898,12 @@ uint32_t weft_coll_group_nodes(const weft_coll_group_t *g)
 int weft_coll_group_hierarchical(const weft_coll_group_t *g)
 {
     return g->node != nullptr ? 1 : 0;
+}
+
+uint64_t weft_coll_group_calls(const weft_coll_group_t *g, enum weft_coll_path path)
+{
+    const int p = raw(path);
+    return g != nullptr && p >= 0 && p < WEFT_COLL_PATH_COUNT ? g->calls[p] : 0;
 }
 
 int weft_coll_init(weft_coll_group_t *g, const struct weft_coll_args *args,
@@ -1013,16 +1045,25 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
     if ((g->shm != nullptr || g->node != nullptr) && enums_in_range(*args)) {
         combine_fn combine = nullptr;
         if (shm_args_ok(*g, *args, combine)) {
+            auto on = [&](weft_coll_path p) { ++g->calls[p]; };
             if (g->node != nullptr && hier_takes(*g, *args)) {
+                on(WEFT_COLL_PATH_NODE_LEADERS);
                 return hier_run(*g, *args, combine);
             }
             if ((args->flags & WEFT_COLL_SYMMETRIC) != 0 && shm_symmetric(*g, *args)) {
+                on(WEFT_COLL_PATH_SYMMETRIC);
                 return shm_run_symmetric(*g, *args, combine);
             }
+            if (shm_takes_direct(*g, *args)) {
+                on(WEFT_COLL_PATH_SINGLE_COPY);
+                return shm_run_direct(*g, *args, combine);
+            }
             if (shm_takes(*g, *args)) {
+                on(WEFT_COLL_PATH_STAGE);
                 return shm_run(*g, *args, combine);
             }
             if (shm_takes_large(*g, *args)) {
+                on(WEFT_COLL_PATH_STAGE_PIECES);
                 return shm_run_large(*g, *args, combine);
             }
         }  // else: the general path (it says what is wrong, if anything)
@@ -1078,6 +1119,7 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
         }
         r = fresh;
     }
+    ++g->calls[WEFT_COLL_PATH_MESSAGES];  // planned: the call's arguments were valid
     int rc = weft_coll_start(r);
     if (rc == 0) {
         rc = weft_coll_wait(r, -1);

@@ -61,8 +61,7 @@ std::unique_ptr<weft_coll_group> subgroup(const group &g, const std::vector<std:
 
 }  // namespace
 
-int hier_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,
-               const weft_coll_oob &oob, std::uint32_t nodes)
+int hier_setup(group &g, const shm_params &prm, const weft_coll_oob &oob, std::uint32_t nodes)
 {
     g.leader.assign(nodes, UINT32_MAX);
     g.node_rank.assign(g.size, 0);
@@ -87,7 +86,7 @@ int hier_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t lar
     node->node_peers = node->size;
     sub_oob arg{&oob, &local, g.size};
     const weft_coll_oob so{sub_allgather, &arg};
-    int rc = shm_setup(*node, slot, push_max, large_max, so);
+    int rc = shm_setup(*node, prm, so);
     if (rc != 0) {
         return rc;
     }

@@ -15,6 +15,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -64,6 +65,19 @@ std::size_t published(const weft_coll_args &a, std::uint32_t n)
             return SIZE_MAX;
     }
 }
+
+/// What a member whose buffer the others read (single copy) puts in its
+/// slot. The others read it from shared memory: untrusted (key_len is
+/// checked here, the key by weft_rkey_unpack, the range by the owner's
+/// transport against its registration).
+struct direct_desc {
+    std::uint64_t addr;
+    std::uint64_t len;
+    std::uint32_t key_len;  ///< 0: the owner could not register its buffer
+    std::uint32_t pad;
+    std::byte key[WEFT_MR_KEY_MAX];
+};
+static_assert(sizeof(direct_desc) == 24 + WEFT_MR_KEY_MAX, "docs/collectives.md, Single copy");
 
 /// Polls a member's word until it holds at least a value, driving progress
 /// meanwhile; returns the value seen.
@@ -657,6 +671,315 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
     return status;
 }
 
+// ------------------------------------------------------------------ single copy
+//
+// A blocking bcast, scatter, gather, allgather, alltoall, reduce or allreduce
+// (alltoall and allreduce not in place) whose blocks are at least direct_min
+// bytes moves each block once: a member whose buffer holds data others need
+// registers it (weft_mr_reg, remote read) and describes it in its slot
+// (direct_desc), and the members that need the data read it with weft_get
+// straight into their own buffers (on a node, the shm transport's
+// cross-memory attach: one copy, by the kernel); reductions read the
+// members' inputs a chunk at a time and combine them in rank order. A member
+// whose buffer others read deregisters it and returns only when every member
+// is done with the collective. Copying through the slots instead moves every
+// byte through the other core's cache twice per call; on this machine that
+// cost 4-7x in some launches (docs/performance.md, "Single copy").
+
+/// Reductions read the members' inputs this many bytes at a time.
+constexpr std::size_t direct_chunk = 256 * 1024;
+
+bool shm_takes_direct(const group &g, const weft_coll_args &a)
+{
+    const shm_state *st = g.shm.get();
+    if (st == nullptr || st->direct_min == SIZE_MAX || a.algorithm != WEFT_COLL_ALG_AUTO ||
+        (a.flags & ~WEFT_COLL_SYMMETRIC) != 0 ||
+        a.count * size_of(raw(a.datatype)) < st->direct_min) {
+        return false;
+    }
+    // In place, an alltoall's or allreduce's input would be overwritten while
+    // others read it (a reduce is in place only at its root, read by nobody).
+    const bool in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
+    if (g.size == 2) {
+        switch (a.type) {
+            case WEFT_COLL_BCAST:
+            case WEFT_COLL_ALLGATHER:
+            case WEFT_COLL_GATHER:
+            case WEFT_COLL_SCATTER:
+            case WEFT_COLL_REDUCE:
+                return true;
+            case WEFT_COLL_ALLTOALL:
+            case WEFT_COLL_ALLREDUCE:
+                return !in_place;
+            default:
+                return false;
+        }
+    }
+    // More members (measured with 4 ranks on 2 cores, docs/performance.md):
+    // what fits a slot stays on the stage, and so do allgathers the stage
+    // takes in pieces; reductions never read every member's input n - 1
+    // times (2.2-3.3x the pieces' time).
+    switch (a.type) {
+        case WEFT_COLL_BCAST:
+        case WEFT_COLL_GATHER:
+        case WEFT_COLL_SCATTER:
+            return !shm_takes(g, a);
+        case WEFT_COLL_ALLTOALL:
+            return !in_place && !shm_takes(g, a);
+        case WEFT_COLL_ALLGATHER:
+            return !shm_takes(g, a) && !shm_takes_large(g, a);
+        default:
+            return false;
+    }
+}
+
+int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
+{
+    shm_state &st = *g.shm;
+    context &c = *g.ctx;
+    const std::uint32_t n = g.size;
+    const std::uint32_t me = g.rank;
+    stage_call call{a, ++st.seq, st.peer[me]};
+    const std::uint64_t s = call.s;
+    st.last_data = s;
+    const std::size_t bytes = a.count * size_of(raw(a.datatype));
+    auto *out = static_cast<std::byte *>(a.recvbuf);
+    const bool root = me == a.root;
+    const bool send_in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
+    const auto *send = static_cast<const std::byte *>(a.sendbuf);
+    const char *name = weft_coll_type_name(a.type);
+    int &status = call.status;
+    waiter wait_for{c};
+    auto slot = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
+
+    // The buffer this member gives the others (none: nullptr), and the bytes
+    // every member's holds (n blocks for scatter and alltoall).
+    const void *expose = nullptr;
+    std::size_t total = bytes;
+    switch (a.type) {
+        case WEFT_COLL_BCAST:
+            expose = root ? bcast_source(a) : nullptr;
+            break;
+        case WEFT_COLL_ALLGATHER:
+            expose = send_in_place ? out + me * bytes : a.sendbuf;
+            break;
+        case WEFT_COLL_GATHER:
+            expose = root ? nullptr : a.sendbuf;
+            break;
+        case WEFT_COLL_SCATTER:
+            total = bytes * n;
+            expose = root ? a.sendbuf : nullptr;
+            break;
+        case WEFT_COLL_ALLTOALL:
+            total = bytes * n;
+            expose = a.sendbuf;
+            break;
+        case WEFT_COLL_REDUCE:
+            expose = root ? nullptr : a.sendbuf;
+            break;
+        case WEFT_COLL_ALLREDUCE:
+            expose = a.sendbuf;
+            break;
+        default:
+            return -WEFT_EINVAL;
+    }
+
+    weft_mr_t *mr = nullptr;
+    if (expose != nullptr) {
+        // Our slot s % 2 is free once every member is done with collective s - 2.
+        for (std::uint32_t p = 0; p < n && s > 2; ++p) {
+            if (st.done_seen[p] < s - 2) {
+                st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
+            }
+        }
+        auto *d = reinterpret_cast<direct_desc *>(slot(me));
+        std::size_t klen = sizeof(d->key);
+        int rc = weft_mr_reg(c.domain, expose, total, WEFT_ACCESS_REMOTE_READ, 0, &mr);
+        if (rc == 0) {
+            rc = weft_mr_pack_key(mr, d->key, &klen);
+        }
+        if (rc != 0) {
+            log("error", "%s: registering the buffer the other members read failed: %s", name,
+                weft_strerror(rc));
+            status = rc;
+            klen = 0;  // the readers fail too, and everyone still finishes
+        }
+        d->addr = reinterpret_cast<std::uintptr_t>(expose);
+        d->len = total;
+        d->key_len = std::uint32_t(klen);
+        *word(st.peer[me], len_off(s)) = total;  // published by the release below
+        // release: the description above is visible to whoever sees ready == s.
+        __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
+    }
+
+    // Member p's buffer, looked up once per call: its address and its key,
+    // unpacked (nullptr: unusable; the call's error says why).
+    std::vector<shm_state::direct_source> &src = st.direct_src;
+    src.assign(n, {});
+    auto source = [&](std::uint32_t p) -> weft_rkey_t * {
+        shm_state::direct_source &ds = src[p];
+        if (ds.looked) {
+            return ds.key;
+        }
+        ds.looked = true;
+        wait_for(st.peer[p], ready_off, s);
+        if (call.check(st.peer[p], p, total) != total) {
+            return nullptr;  // counts differ between members: logged, the call's error
+        }
+        const std::byte *from = slot(p);
+        direct_desc d;
+        std::memcpy(&d, from, offsetof(direct_desc, key));
+        if (d.key_len == 0 || d.key_len > sizeof(d.key)) {
+            if (status == 0) {
+                log("error", "%s: member %u gave no usable key for its buffer (%u bytes)", name, p,
+                    d.key_len);
+                status = d.key_len == 0 ? -WEFT_EIO : -WEFT_EBADMSG;
+            }
+            return nullptr;
+        }
+        std::memcpy(d.key, from + offsetof(direct_desc, key), d.key_len);
+        const int rc = weft_rkey_unpack(c.ep, g.addrs[p], d.key, d.key_len, &ds.key);
+        if (rc != 0) {
+            log("error", "%s: member %u's key for its buffer: %s", name, p, weft_strerror(rc));
+            status = status != 0 ? status : rc;
+            ds.key = nullptr;
+            return nullptr;
+        }
+        ds.addr = d.addr;
+        return ds.key;
+    };
+    // Read `len` bytes at `off` of member p's buffer into dst (completes in
+    // wait_reads).
+    auto read = [&](std::uint32_t p, std::size_t off, void *dst, std::size_t len) {
+        weft_rkey_t *rk = source(p);
+        if (rk == nullptr) {
+            return;
+        }
+        ++c.direct_pending;
+        for (;;) {
+            const ssize_t r =
+                weft_get(c.ep, dst, len, nullptr, src[p].addr + off, rk, &c.direct_pending);
+            if (r == 0) {
+                break;
+            }
+            if (r != -WEFT_EAGAIN) {
+                --c.direct_pending;
+                log("error", "%s: reading member %u's buffer: %s", name, p, weft_strerror(int(r)));
+                status = status != 0 ? status : int(r);
+                break;
+            }
+            (void)c.progress();
+        }
+    };
+    auto wait_reads = [&] {
+        wait_for.until([&] {
+            (void)c.progress();
+            return c.direct_pending == 0;
+        });
+        if (c.direct_err != 0) {
+            status = status != 0 ? status : c.direct_err;
+            c.direct_err = 0;
+        }
+    };
+    switch (a.type) {
+        case WEFT_COLL_BCAST:
+            if (root) {
+                copy_bytes(a.recvbuf, bcast_source(a), bytes);  // a separate source
+            } else {
+                read(a.root, 0, out, bytes);
+            }
+            break;
+        case WEFT_COLL_ALLGATHER:
+        case WEFT_COLL_GATHER:
+            if (a.type == WEFT_COLL_ALLGATHER || root) {
+                for (std::uint32_t p = 0; p < n; ++p) {
+                    if (p != me) {
+                        read(p, 0, out + p * bytes, bytes);
+                    } else if (!send_in_place) {
+                        copy_bytes(out + me * bytes, send, bytes);
+                    }
+                }
+            }
+            break;
+        case WEFT_COLL_SCATTER:
+            if (!root) {
+                read(a.root, me * bytes, out, bytes);
+            } else if (a.recvbuf != WEFT_COLL_IN_PLACE) {
+                copy_bytes(out, send + me * bytes, bytes);
+            }
+            break;
+        case WEFT_COLL_REDUCE:
+        case WEFT_COLL_ALLREDUCE:
+            if (a.type == WEFT_COLL_ALLREDUCE || root) {
+                // A chunk at a time: the members' chunks read into a buffer of
+                // ours, then combined in rank order (every member of an
+                // allreduce gets the same bits). In place (a reduce's root),
+                // our own chunk is kept aside first when the result would
+                // overwrite it before its turn.
+                const std::size_t es = size_of(raw(a.datatype));
+                const std::size_t chunk = std::max<std::size_t>(es, direct_chunk / es * es);
+                if (st.direct_tmp.size() < chunk * n) {
+                    st.direct_tmp.resize(chunk * n);
+                }
+                std::byte *tmp = st.direct_tmp.data();
+                const std::byte *own = send_in_place ? out : send;
+                const bool aside = send_in_place && me >= 2;
+                for (std::size_t off = 0; off < bytes && status == 0; off += chunk) {
+                    const std::size_t m = std::min(chunk, bytes - off);
+                    for (std::uint32_t p = 0; p < n; ++p) {
+                        if (p != me) {
+                            read(p, off, tmp + p * chunk, m);
+                        } else if (aside) {
+                            copy_bytes(tmp + p * chunk, out + off, m);
+                        }
+                    }
+                    wait_reads();
+                    if (status != 0) {
+                        break;
+                    }
+                    auto from = [&](std::uint32_t p) -> const std::byte * {
+                        return p == me && !aside ? own + off : tmp + p * chunk;
+                    };
+                    combine(out + off, from(0), from(1), m / es);
+                    for (std::uint32_t p = 2; p < n; ++p) {
+                        combine(out + off, out + off, from(p), m / es);
+                    }
+                }
+            }
+            break;
+        case WEFT_COLL_ALLTOALL:
+            for (std::uint32_t p = 0; p < n; ++p) {
+                if (p != me) {
+                    read(p, me * bytes, out + p * bytes, bytes);
+                } else {
+                    copy_bytes(out + me * bytes, send + me * bytes, bytes);
+                }
+            }
+            break;
+        default:
+            break;
+    }
+    // Our reads complete (their data is in our buffers), then the keys go.
+    wait_reads();
+    for (shm_state::direct_source &ds : src) {
+        weft_rkey_release(ds.key);  // nullptr: nothing
+        ds.key = nullptr;
+    }
+    call.finish();
+    if (mr != nullptr || expose != nullptr) {
+        // Nobody reads our buffer any more once every member is done.
+        for (std::uint32_t p = 0; p < n; ++p) {
+            if (p != me && st.done_seen[p] < s) {
+                st.done_seen[p] = wait_for(st.peer[p], done_off, s);
+            }
+        }
+        if (mr != nullptr) {
+            weft_mr_close(mr);
+        }
+    }
+    return status;
+}
+
 int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr, const weft_coll_oob &oob)
 {
     context &c = *g.ctx;
@@ -722,8 +1045,7 @@ int shm_add_segment(group &g, void *base, std::size_t len, weft_mr_t *mr, const 
     return 0;
 }
 
-int shm_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t large_max,
-              const weft_coll_oob &oob)
+int shm_setup(group &g, const shm_params &prm, const weft_coll_oob &oob)
 {
     context &c = *g.ctx;
     // Every member says where its region is and how to reach it; then every
@@ -736,10 +1058,10 @@ int shm_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t larg
         std::byte key[WEFT_MR_KEY_MAX];
     };
     auto st = std::make_unique<shm_state>();
-    st->slot = slot;
-    st->push_max = push_max;
-    st->large_max = large_max;
-    const std::size_t len = data_off + 2 * slot;
+    st->slot = prm.slot;
+    st->push_max = prm.push_max;
+    st->large_max = prm.large_max;
+    const std::size_t len = data_off + 2 * prm.slot;
     void *mem = nullptr;
     record mine{};
     int rc = weft_mr_alloc(c.domain, len,
@@ -774,16 +1096,25 @@ int shm_setup(group &g, std::size_t slot, std::size_t push_max, std::size_t larg
         st->peer[p] = static_cast<std::byte *>(weft_rkey_ptr(st->rkeys[p], r.base, len));
         ok = st->peer[p] != nullptr ? 1 : 0;
     }
+    // Bit 1: this member can take part in single-copy calls (it reads with
+    // RMA, and a slot holds the description of a buffer).
+    if (ok != 0 && c.rma && prm.direct_min != SIZE_MAX && prm.slot >= sizeof(direct_desc)) {
+        ok |= 2;
+    }
     std::vector<std::uint32_t> oks(g.size);
     const int orc2 = oob.allgather(&ok, oks.data(), sizeof(ok), oob.arg);
     if (orc2 != 0) {
         return orc2 < 0 ? orc2 : -WEFT_EOTHER;
     }
+    bool direct = true;
     for (std::uint32_t v : oks) {
-        if (v == 0) {
+        if ((v & 1) == 0) {
             return 0;  // not every member maps every region: the network path only
         }
+        direct = direct && (v & 2) != 0;
     }
+    st->direct_min = direct ? prm.direct_min : SIZE_MAX;
+    st->direct_src.reserve(g.size);
     g.shm = std::move(st);
     return 0;
 }

@@ -203,6 +203,20 @@ uint32_t weft_coll_group_nodes(const weft_coll_group_t *group);
  *  form (members on several nodes, several on some; docs/collectives.md). */
 int weft_coll_group_hierarchical(const weft_coll_group_t *group);
 
+/** The paths a blocking weft_coll() call can take (docs/collectives.md). */
+enum weft_coll_path {
+    WEFT_COLL_PATH_MESSAGES = 0, /**< the library's message schedules */
+    WEFT_COLL_PATH_STAGE,        /**< the node's shared-memory stage, in one slot */
+    WEFT_COLL_PATH_STAGE_PIECES, /**< the stage, a slot's worth at a time */
+    WEFT_COLL_PATH_SINGLE_COPY,  /**< the stage, blocks read from their owners' buffers */
+    WEFT_COLL_PATH_SYMMETRIC,    /**< the stage, on symmetric buffers */
+    WEFT_COLL_PATH_NODE_LEADERS, /**< node stage, leaders' messages, node stage */
+    WEFT_COLL_PATH_COUNT
+};
+/** weft_coll() calls on @p group that took @p path (0 for a path out of range):
+ *  what a caller or test sees of the library's choices. */
+uint64_t weft_coll_group_calls(const weft_coll_group_t *group, enum weft_coll_path path);
+
 /**
  * Plan the collective @p args on @p group (validated here: a bad type, op, root
  * or count is -WEFT_EINVAL with a logged reason). Buffers are used when started.

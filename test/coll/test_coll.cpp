@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstring>
 #include <string>
@@ -1560,6 +1561,243 @@ TEST(CollLarge, stage_in_pieces)
                 run_ok(e, bar, "barrier after the mismatched allreduce");
             },
             opt));
+    }
+}
+
+// Single copy (docs/collectives.md): blocks of at least WEFT_COLL_SHM_DIRECT
+// bytes are read straight from their owners' buffers. Every collective of the
+// path (reductions, 2 members only: float sums in rank order, bit for bit),
+// at every root, in place where MPI allows it, on 2-4 ranks, just below
+// and at the threshold and far above it; the path taken is checked with
+// weft_coll_group_calls, and so is that 0 turns the path off. Counts that
+// differ between ranks end in an error on every rank, and in no hang.
+TEST(CollLarge, single_copy)
+{
+    if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
+        GTEST_SKIP() << "shm unavailable";
+    }
+    oob_area oob;
+    ASSERT_NE(oob.mem, nullptr);
+    constexpr std::size_t threshold = 8192;  // bytes: 2048 words
+    for (int n : {2, 3, 4}) {
+        for (bool off : {false, true}) {
+            weft::test::run_options opt;
+            opt.timeout_s = 600;
+            opt.allow_log_errors = true;  // the mismatched counts at the end
+            ASSERT_TRUE(weft::test::run_ranks(
+                n, transport(),
+                [&](rank_ctx &c) {
+                    // This child only. With more than 2 members only what the
+                    // stage does not take goes single copy: a slot smaller
+                    // than the blocks, and no pieces.
+                    setenv("WEFT_COLL_SHM_DIRECT", off ? "0" : std::to_string(threshold).c_str(),
+                           1);
+                    if (n > 2) {
+                        setenv("WEFT_COLL_SHM_SLOT", "4096", 1);
+                        setenv("WEFT_COLL_SHM_LARGE", "0", 1);
+                    }
+                    coll_env e(c, oob.mem);
+                    const int me = c.rank;
+                    const auto un = std::size_t(n);
+                    auto word = [](int from, int to, std::size_t i) {
+                        return std::uint32_t(from) << 24 ^ std::uint32_t(to) << 16 ^
+                               std::uint32_t(i * 2654435761u);
+                    };
+                    auto direct_calls = [&] {
+                        return weft_coll_group_calls(e.g, WEFT_COLL_PATH_SINGLE_COPY);
+                    };
+                    auto expect = [&](const std::vector<std::uint32_t> &got, std::size_t at,
+                                      int from, int to, std::size_t len, const std::string &w) {
+                        for (std::size_t i = 0; i < len; ++i) {
+                            if (got[at + i] != word(from, to, i)) {
+                                WEFT_TCHECK_MSG(false, w + ": element " + std::to_string(i) +
+                                                           " of the block from " +
+                                                           std::to_string(from));
+                                return;
+                            }
+                        }
+                    };
+                    for (std::size_t count :
+                         {threshold / 4 - 1, threshold / 4, std::size_t(300001)}) {
+                        const bool direct = !off && count * 4 >= threshold;
+                        const std::string at = " count " + std::to_string(count) + " on " +
+                                               std::to_string(n) + " rank " + std::to_string(me) +
+                                               (off ? " (off)" : "");
+                        const std::uint64_t before = direct_calls();
+                        std::uint64_t calls = 0;
+                        weft_coll_args a{};
+                        a.datatype = WEFT_COLL_UINT32;
+                        a.count = count;
+                        // bcast, every root
+                        for (int root = 0; root < n; ++root) {
+                            std::vector<std::uint32_t> buf(count);
+                            for (std::size_t i = 0; i < count; ++i) {
+                                buf[i] = me == root ? word(root, 0, i) : 0;
+                            }
+                            a.type = WEFT_COLL_BCAST;
+                            a.root = std::uint32_t(root);
+                            a.sendbuf = nullptr;
+                            a.recvbuf = buf.data();
+                            run_ok(e, a, "bcast" + at);
+                            ++calls;
+                            expect(buf, 0, root, 0, count, "bcast" + at);
+                        }
+                        // allgather, in place and not
+                        for (bool in_place : {false, true}) {
+                            std::vector<std::uint32_t> mine(count);
+                            std::vector<std::uint32_t> all(count * un, 0);
+                            for (std::size_t i = 0; i < count; ++i) {
+                                (in_place ? all.data() + std::size_t(me) * count : mine.data())[i] =
+                                    word(me, 0, i);
+                            }
+                            a.type = WEFT_COLL_ALLGATHER;
+                            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : mine.data();
+                            a.recvbuf = all.data();
+                            run_ok(e, a, "allgather" + at);
+                            ++calls;
+                            for (int r = 0; r < n; ++r) {
+                                expect(all, std::size_t(r) * count, r, 0, count, "allgather" + at);
+                            }
+                        }
+                        // gather and scatter, every root, in place at the root and not
+                        for (int root = 0; root < n; ++root) {
+                            for (bool in_place : {false, true}) {
+                                const bool ip = in_place && me == root;
+                                std::vector<std::uint32_t> mine(count);
+                                std::vector<std::uint32_t> all(count * un, 0);
+                                for (std::size_t i = 0; i < count; ++i) {
+                                    (ip ? all.data() + std::size_t(me) * count : mine.data())[i] =
+                                        word(me, 0, i);
+                                }
+                                a.type = WEFT_COLL_GATHER;
+                                a.root = std::uint32_t(root);
+                                a.sendbuf = ip ? WEFT_COLL_IN_PLACE : mine.data();
+                                a.recvbuf = all.data();
+                                run_ok(e, a, "gather" + at);
+                                ++calls;
+                                if (me == root) {
+                                    for (int r = 0; r < n; ++r) {
+                                        expect(all, std::size_t(r) * count, r, 0, count,
+                                               "gather" + at);
+                                    }
+                                }
+                                std::vector<std::uint32_t> blocks(count * un, 0);
+                                std::vector<std::uint32_t> got(count, 0);
+                                if (me == root) {
+                                    for (int r = 0; r < n; ++r) {
+                                        for (std::size_t i = 0; i < count; ++i) {
+                                            blocks[std::size_t(r) * count + i] = word(root, r, i);
+                                        }
+                                    }
+                                }
+                                a.type = WEFT_COLL_SCATTER;
+                                a.sendbuf = blocks.data();
+                                a.recvbuf = ip ? WEFT_COLL_IN_PLACE : got.data();
+                                run_ok(e, a, "scatter" + at);
+                                ++calls;
+                                if (!ip) {
+                                    expect(got, 0, root, me, count, "scatter" + at);
+                                }
+                            }
+                        }
+                        // reduce (every root, in place at the root and not) and
+                        // allreduce (in place stays off the path): float sums, whose
+                        // bits depend on the order: rank order, as the reference
+                        auto input = [&](int r, std::size_t i) {
+                            return float(word(r, 0, i) % 1000) * 0.37f;
+                        };
+                        std::vector<float> ref(count);
+                        for (std::size_t i = 0; i < count; ++i) {
+                            ref[i] = input(0, i) + input(1, i);
+                            for (int r = 2; r < n; ++r) {
+                                ref[i] = ref[i] + input(r, i);
+                            }
+                        }
+                        // Other paths may associate differently: close, then.
+                        auto same_floats = [&](const std::vector<float> &got, bool exact,
+                                               const std::string &w) {
+                            if (exact) {
+                                if (std::memcmp(got.data(), ref.data(), count * sizeof(float)) !=
+                                    0) {
+                                    WEFT_TCHECK_MSG(false, w + ": not the rank-order sum");
+                                }
+                                return;
+                            }
+                            for (std::size_t i = 0; i < count; ++i) {
+                                if (std::abs(got[i] - ref[i]) > 1e-3f * (1.0f + std::abs(ref[i]))) {
+                                    WEFT_TCHECK_MSG(false, w + ": element " + std::to_string(i));
+                                    return;
+                                }
+                            }
+                        };
+                        for (int root = -1; root < n; ++root) {
+                            for (bool in_place : {false, true}) {
+                                const bool all = root < 0;
+                                const bool ip = in_place && (all || me == root);
+                                std::vector<float> mine(count);
+                                std::vector<float> res(count, 0.0f);
+                                for (std::size_t i = 0; i < count; ++i) {
+                                    (ip ? res : mine)[i] = input(me, i);
+                                }
+                                a.type = all ? WEFT_COLL_ALLREDUCE : WEFT_COLL_REDUCE;
+                                a.datatype = WEFT_COLL_FLOAT;
+                                a.op = WEFT_COLL_SUM;
+                                a.root = all ? 0 : std::uint32_t(root);
+                                a.sendbuf = ip ? WEFT_COLL_IN_PLACE : mine.data();
+                                a.recvbuf = res.data();
+                                const std::string w = (all ? "allreduce" : "reduce") + at +
+                                                      (in_place ? " in place" : "");
+                                run_ok(e, a, w);
+                                // Reductions of more than 2 members stay off the path.
+                                const bool on_path = !(all && in_place) && n == 2;
+                                calls += on_path ? 1 : 0;
+                                if (all || me == root) {
+                                    same_floats(res, direct && on_path, w);
+                                }
+                            }
+                        }
+                        a.datatype = WEFT_COLL_UINT32;
+                        // alltoall (in place stays off the path)
+                        for (bool in_place : {false, true}) {
+                            std::vector<std::uint32_t> src(count * un);
+                            std::vector<std::uint32_t> dst(count * un, 0);
+                            auto &fill = in_place ? dst : src;
+                            for (int r = 0; r < n; ++r) {
+                                for (std::size_t i = 0; i < count; ++i) {
+                                    fill[std::size_t(r) * count + i] = word(me, r, i);
+                                }
+                            }
+                            a.type = WEFT_COLL_ALLTOALL;
+                            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : src.data();
+                            a.recvbuf = dst.data();
+                            run_ok(e, a, "alltoall" + at);
+                            calls += in_place ? 0 : 1;
+                            for (int r = 0; r < n; ++r) {
+                                expect(dst, std::size_t(r) * count, r, me, count, "alltoall" + at);
+                            }
+                        }
+                        WEFT_TCHECK_EQ(direct_calls() - before, direct ? calls : 0);
+                    }
+                    if (!off) {
+                        // Counts that differ, both on the path: an error everywhere.
+                        std::vector<std::uint32_t> mine(5000, 7);
+                        std::vector<std::uint32_t> all(5000 * un);
+                        weft_coll_args m{};
+                        m.type = WEFT_COLL_ALLGATHER;
+                        m.datatype = WEFT_COLL_UINT32;
+                        m.count = me == 0 ? 4000 : 5000;
+                        m.sendbuf = mine.data();
+                        m.recvbuf = all.data();
+                        const int rc = weft_coll(e.g, &m);
+                        WEFT_TCHECK_MSG(rc != 0, "mismatched allgather returned 0 on rank " +
+                                                     std::to_string(me));
+                        weft_coll_args bar{};
+                        bar.type = WEFT_COLL_BARRIER;
+                        run_ok(e, bar, "barrier after the mismatched allgather");
+                    }
+                },
+                opt));
+        }
     }
 }
 
