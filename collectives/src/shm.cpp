@@ -680,14 +680,52 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
 // (direct_desc), and the members that need the data read it with weft_get
 // straight into their own buffers (on a node, the shm transport's
 // cross-memory attach: one copy, by the kernel); reductions read the
-// members' inputs a chunk at a time and combine them in rank order. A member
-// whose buffer others read deregisters it and returns only when every member
-// is done with the collective. Copying through the slots instead moves every
+// members' inputs a chunk at a time and combine them in rank order. Two
+// members share a bcast's or a reduction's copying (the root, or each,
+// writes a part into the other's buffer with weft_put). A member whose
+// buffers others read or write deregisters them and returns only when every
+// member is done with the collective. Copying through the slots instead moves every
 // byte through the other core's cache twice per call; on this machine that
 // cost 4-7x in some launches (docs/performance.md, "Single copy").
 
 /// Reductions read the members' inputs this many bytes at a time.
 constexpr std::size_t direct_chunk = 256 * 1024;
+
+namespace {
+
+/// Single-copy reductions in parts (shm_run_direct): member m combines part
+/// m of the vector. A reduce's root, which only reads and combines, gets a
+/// part of weight 5 against 3 for the others (who also write theirs back);
+/// an allreduce's parts are equal. Returns the element where member m's part
+/// starts (m = n: the count).
+std::size_t part_start(const weft_coll_args &a, std::uint32_t n, std::uint32_t m)
+{
+    if (m >= n) {
+        return a.count;
+    }
+    const bool reduce = a.type == WEFT_COLL_REDUCE;
+    const std::size_t w = reduce ? 3 * (std::size_t(n) - 1) + 5 : n;
+    std::size_t cum = 0;
+    for (std::uint32_t j = 0; j < m; ++j) {
+        cum += reduce && j == a.root ? 5 : reduce ? 3 : 1;
+    }
+    return a.count / w * cum + a.count % w * cum / w;  // no overflow: cum <= w
+}
+
+/// Whether a reduction of `a` on n members runs in parts: every part at
+/// least `min` bytes (the transport's single copy).
+bool reduction_in_parts(const weft_coll_args &a, std::uint32_t n, std::size_t min)
+{
+    const std::size_t es = size_of(raw(a.datatype));
+    for (std::uint32_t m = 0; m < n; ++m) {
+        if ((part_start(a, n, m + 1) - part_start(a, n, m)) * es < min) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
 
 bool shm_takes_direct(const group &g, const weft_coll_args &a)
 {
@@ -698,7 +736,9 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
         return false;
     }
     // In place, an alltoall's or allreduce's input would be overwritten while
-    // others read it (a reduce is in place only at its root, read by nobody).
+    // others read it. A reduce is in place only at its root, whose input is
+    // read only by the other of 2 members sharing the work, one chunk just
+    // before it writes that chunk's result there.
     const bool in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
     if (g.size == 2) {
         switch (a.type) {
@@ -717,9 +757,13 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
     }
     // More members (measured with 4 ranks on 2 cores, docs/performance.md):
     // what fits a slot stays on the stage, and so do allgathers the stage
-    // takes in pieces; reductions never read every member's input n - 1
-    // times (2.2-3.3x the pieces' time).
+    // takes in pieces; allreduce only in parts (every member reading every
+    // input whole was 2.2-3.3x the pieces' time; in parts 0.67-0.75x from
+    // 1 MiB), reduce not at all (in parts 1.05-1.37x the stage's and message
+    // path's time: on 2 cores the reads' cost counts, not their parallelism).
     switch (a.type) {
+        case WEFT_COLL_ALLREDUCE:
+            return !in_place && !shm_takes(g, a) && reduction_in_parts(a, g.size, st->direct_min);
         case WEFT_COLL_BCAST:
         case WEFT_COLL_GATHER:
         case WEFT_COLL_SCATTER:
@@ -752,72 +796,103 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     waiter wait_for{c};
     auto slot = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
 
-    // The buffer this member gives the others (none: nullptr), and the bytes
-    // every member's holds (n blocks for scatter and alltoall).
-    const void *expose = nullptr;
+    const std::size_t es = size_of(raw(a.datatype));
+    const bool reduction = a.type == WEFT_COLL_REDUCE || a.type == WEFT_COLL_ALLREDUCE;
+    // A bcast of 2 members whose halves are large enough for the transport's
+    // single copy is copied by both: the reader reads the first half (to a
+    // page) from the root's source while the root writes the second into the
+    // reader's buffer. A reduction whose parts are large enough runs in
+    // parts (part_start): each member combines its own part, reading it from
+    // every other input, and writes the result into the buffers that need it.
+    const std::size_t half = (bytes / 2) & ~std::size_t(4095);
+    const bool split =
+        a.type == WEFT_COLL_BCAST && n == 2 && std::min(half, bytes - half) >= st.direct_min;
+    const bool parts = reduction && reduction_in_parts(a, n, st.direct_min);
+
+    // What this member gives the others: up to two buffers (described in its
+    // slot, in this order), what they may do with each. `total` is the first
+    // one's length: the bytes every member's first buffer holds (n blocks
+    // for scatter and alltoall); a second one holds `bytes`.
+    struct exposure {
+        const void *buf = nullptr;
+        std::uint64_t access = WEFT_ACCESS_REMOTE_READ;
+        weft_mr_t *mr = nullptr;
+    };
+    exposure ex[2];
     std::size_t total = bytes;
+    const std::byte *own = send_in_place ? out : send;  // a reduction's input
     switch (a.type) {
         case WEFT_COLL_BCAST:
-            expose = root ? bcast_source(a) : nullptr;
+            if (root) {
+                ex[0].buf = bcast_source(a);
+            } else if (split) {
+                ex[0] = {a.recvbuf, WEFT_ACCESS_REMOTE_WRITE};
+            }
             break;
         case WEFT_COLL_ALLGATHER:
-            expose = send_in_place ? out + me * bytes : a.sendbuf;
+            ex[0].buf = send_in_place ? out + me * bytes : a.sendbuf;
             break;
         case WEFT_COLL_GATHER:
-            expose = root ? nullptr : a.sendbuf;
+            ex[0].buf = root ? nullptr : a.sendbuf;
             break;
         case WEFT_COLL_SCATTER:
             total = bytes * n;
-            expose = root ? a.sendbuf : nullptr;
+            ex[0].buf = root ? a.sendbuf : nullptr;
             break;
         case WEFT_COLL_ALLTOALL:
             total = bytes * n;
-            expose = a.sendbuf;
+            ex[0].buf = a.sendbuf;
             break;
         case WEFT_COLL_REDUCE:
-            expose = root ? nullptr : a.sendbuf;
-            break;
         case WEFT_COLL_ALLREDUCE:
-            expose = a.sendbuf;
+            if (!root || a.type == WEFT_COLL_ALLREDUCE || parts) {
+                ex[0].buf = own;
+            }
+            if (parts && (root || a.type == WEFT_COLL_ALLREDUCE)) {
+                ex[1] = {a.recvbuf, WEFT_ACCESS_REMOTE_WRITE};
+            }
             break;
         default:
             return -WEFT_EINVAL;
     }
 
-    weft_mr_t *mr = nullptr;
-    if (expose != nullptr) {
+    const bool exposed = ex[0].buf != nullptr;
+    if (exposed) {
         // Our slot s % 2 is free once every member is done with collective s - 2.
         for (std::uint32_t p = 0; p < n && s > 2; ++p) {
             if (st.done_seen[p] < s - 2) {
                 st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
             }
         }
-        auto *d = reinterpret_cast<direct_desc *>(slot(me));
-        std::size_t klen = sizeof(d->key);
-        int rc = weft_mr_reg(c.domain, expose, total, WEFT_ACCESS_REMOTE_READ, 0, &mr);
-        if (rc == 0) {
-            rc = weft_mr_pack_key(mr, d->key, &klen);
+        for (std::size_t k = 0; k < 2 && ex[k].buf != nullptr; ++k) {
+            auto *d = reinterpret_cast<direct_desc *>(slot(me) + k * sizeof(direct_desc));
+            const std::size_t len = k == 0 ? total : bytes;
+            std::size_t klen = sizeof(d->key);
+            int rc = weft_mr_reg(c.domain, ex[k].buf, len, ex[k].access, 0, &ex[k].mr);
+            if (rc == 0) {
+                rc = weft_mr_pack_key(ex[k].mr, d->key, &klen);
+            }
+            if (rc != 0) {
+                log("error", "%s: registering a buffer the other members use failed: %s", name,
+                    weft_strerror(rc));
+                status = status != 0 ? status : rc;
+                klen = 0;  // the others fail too, and everyone still finishes
+            }
+            d->addr = reinterpret_cast<std::uintptr_t>(ex[k].buf);
+            d->len = len;
+            d->key_len = std::uint32_t(klen);
         }
-        if (rc != 0) {
-            log("error", "%s: registering the buffer the other members read failed: %s", name,
-                weft_strerror(rc));
-            status = rc;
-            klen = 0;  // the readers fail too, and everyone still finishes
-        }
-        d->addr = reinterpret_cast<std::uintptr_t>(expose);
-        d->len = total;
-        d->key_len = std::uint32_t(klen);
         *word(st.peer[me], len_off(s)) = total;  // published by the release below
-        // release: the description above is visible to whoever sees ready == s.
+        // release: the descriptions above are visible to whoever sees ready == s.
         __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
     }
 
-    // Member p's buffer, looked up once per call: its address and its key,
-    // unpacked (nullptr: unusable; the call's error says why).
+    // Member p's k-th buffer, looked up once per call: its address and its
+    // key, unpacked (nullptr: unusable; the call's error says why).
     std::vector<shm_state::direct_source> &src = st.direct_src;
-    src.assign(n, {});
-    auto source = [&](std::uint32_t p) -> weft_rkey_t * {
-        shm_state::direct_source &ds = src[p];
+    src.assign(2 * std::size_t(n), {});
+    auto source = [&](std::uint32_t p, std::size_t k) -> weft_rkey_t * {
+        shm_state::direct_source &ds = src[2 * p + k];
         if (ds.looked) {
             return ds.key;
         }
@@ -826,13 +901,13 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
         if (call.check(st.peer[p], p, total) != total) {
             return nullptr;  // counts differ between members: logged, the call's error
         }
-        const std::byte *from = slot(p);
+        const std::byte *from = slot(p) + k * sizeof(direct_desc);
         direct_desc d;
         std::memcpy(&d, from, offsetof(direct_desc, key));
-        if (d.key_len == 0 || d.key_len > sizeof(d.key)) {
+        if (d.key_len == 0 || d.key_len > sizeof(d.key) || d.len != (k == 0 ? total : bytes)) {
             if (status == 0) {
-                log("error", "%s: member %u gave no usable key for its buffer (%u bytes)", name, p,
-                    d.key_len);
+                log("error", "%s: member %u described no usable buffer (key %u bytes, length %llu)",
+                    name, p, d.key_len, static_cast<unsigned long long>(d.len));
                 status = d.key_len == 0 ? -WEFT_EIO : -WEFT_EBADMSG;
             }
             return nullptr;
@@ -848,28 +923,43 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
         ds.addr = d.addr;
         return ds.key;
     };
-    // Read `len` bytes at `off` of member p's buffer into dst (completes in
-    // wait_reads).
-    auto read = [&](std::uint32_t p, std::size_t off, void *dst, std::size_t len) {
-        weft_rkey_t *rk = source(p);
+    // Read `len` bytes at `off` of member p's k-th buffer into `local`, or
+    // write them there from `local` (visible at p when complete); both
+    // complete in wait_reads.
+    auto transfer = [&](bool put, std::uint32_t p, std::size_t k, std::size_t off, void *local,
+                        std::size_t len) {
+        weft_rkey_t *rk = source(p, k);
         if (rk == nullptr) {
             return;
         }
+        const struct iovec iov {
+            local, len
+        };
+        weft_msg_rma m{};
+        m.msg_iov = &iov;
+        m.iov_count = 1;
+        m.rma_addr = src[2 * p + k].addr + off;
+        m.rkey = rk;
+        m.context = &c.direct_pending;
         ++c.direct_pending;
         for (;;) {
-            const ssize_t r =
-                weft_get(c.ep, dst, len, nullptr, src[p].addr + off, rk, &c.direct_pending);
+            const ssize_t r = put ? weft_putmsg(c.ep, &m, WEFT_COMPLETION | WEFT_DELIVERY_COMPLETE)
+                                  : weft_getmsg(c.ep, &m, WEFT_COMPLETION);
             if (r == 0) {
                 break;
             }
             if (r != -WEFT_EAGAIN) {
                 --c.direct_pending;
-                log("error", "%s: reading member %u's buffer: %s", name, p, weft_strerror(int(r)));
+                log("error", "%s: %s member %u's buffer: %s", name, put ? "writing" : "reading", p,
+                    weft_strerror(int(r)));
                 status = status != 0 ? status : int(r);
                 break;
             }
             (void)c.progress();
         }
+    };
+    auto read = [&](std::uint32_t p, std::size_t off, void *dst, std::size_t len) {
+        transfer(false, p, 0, off, dst, len);
     };
     auto wait_reads = [&] {
         wait_for.until([&] {
@@ -884,9 +974,15 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     switch (a.type) {
         case WEFT_COLL_BCAST:
             if (root) {
-                copy_bytes(a.recvbuf, bcast_source(a), bytes);  // a separate source
+                const void *from = bcast_source(a);
+                if (split) {
+                    transfer(true, 1 - me, 0, half,
+                             const_cast<std::byte *>(static_cast<const std::byte *>(from) + half),
+                             bytes - half);
+                }
+                copy_bytes(a.recvbuf, from, bytes);  // a separate source
             } else {
-                read(a.root, 0, out, bytes);
+                read(a.root, 0, out, split ? half : bytes);
             }
             break;
         case WEFT_COLL_ALLGATHER:
@@ -909,23 +1005,36 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
             }
             break;
         case WEFT_COLL_REDUCE:
-        case WEFT_COLL_ALLREDUCE:
-            if (a.type == WEFT_COLL_ALLREDUCE || root) {
-                // A chunk at a time: the members' chunks read into a buffer of
-                // ours, then combined in rank order (every member of an
-                // allreduce gets the same bits). In place (a reduce's root),
-                // our own chunk is kept aside first when the result would
-                // overwrite it before its turn.
-                const std::size_t es = size_of(raw(a.datatype));
-                const std::size_t chunk = std::max<std::size_t>(es, direct_chunk / es * es);
-                if (st.direct_tmp.size() < chunk * n) {
-                    st.direct_tmp.resize(chunk * n);
+        case WEFT_COLL_ALLREDUCE: {
+            const bool all = a.type == WEFT_COLL_ALLREDUCE;
+            const std::size_t chunk = std::max<std::size_t>(es, direct_chunk / es * es);
+            if (st.direct_tmp.size() < chunk * (n + 1)) {
+                st.direct_tmp.resize(chunk * (n + 1));
+            }
+            std::byte *tmp = st.direct_tmp.data();
+            // In place (a reduce's root), our own chunk is kept aside first
+            // when the result would overwrite it before its turn.
+            const bool aside = send_in_place && me >= 2;
+            auto combine_chunk = [&](std::byte *dst, std::size_t off, std::size_t m) {
+                auto from = [&](std::uint32_t p) -> const std::byte * {
+                    return p == me && !aside ? own + off : tmp + p * chunk;
+                };
+                combine(dst, from(0), from(1), m / es);
+                for (std::uint32_t p = 2; p < n; ++p) {
+                    combine(dst, dst, from(p), m / es);
                 }
-                std::byte *tmp = st.direct_tmp.data();
-                const std::byte *own = send_in_place ? out : send;
-                const bool aside = send_in_place && me >= 2;
-                for (std::size_t off = 0; off < bytes && status == 0; off += chunk) {
-                    const std::size_t m = std::min(chunk, bytes - off);
+            };
+            if (parts) {
+                // Our part, a chunk at a time: read from every other input,
+                // combined in rank order (every member's result has the same
+                // bits), written into every other member's result (allreduce)
+                // or the root's (reduce).
+                const bool keep = all || root;  // the result is ours too
+                const std::size_t end = part_start(a, n, me + 1) * es;
+                std::byte *res = tmp + n * chunk;  // a reduce's non-root: its result chunk
+                for (std::size_t off = part_start(a, n, me) * es; off < end && status == 0;
+                     off += chunk) {
+                    const std::size_t m = std::min(chunk, end - off);
                     for (std::uint32_t p = 0; p < n; ++p) {
                         if (p != me) {
                             read(p, off, tmp + p * chunk, m);
@@ -937,16 +1046,38 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
                     if (status != 0) {
                         break;
                     }
-                    auto from = [&](std::uint32_t p) -> const std::byte * {
-                        return p == me && !aside ? own + off : tmp + p * chunk;
-                    };
-                    combine(out + off, from(0), from(1), m / es);
-                    for (std::uint32_t p = 2; p < n; ++p) {
-                        combine(out + off, out + off, from(p), m / es);
+                    std::byte *dst = keep ? out + off : res;
+                    combine_chunk(dst, off, m);
+                    for (std::uint32_t p = 0; p < n; ++p) {
+                        if (p != me && (all || p == a.root)) {
+                            transfer(true, p, 1, off, dst, m);
+                        }
+                    }
+                    wait_reads();
+                }
+                break;
+            }
+            if (!all && !root) {
+                break;  // our input is read by the root
+            }
+            // Every input read whole, a chunk at a time, into a buffer of ours.
+            for (std::size_t off = 0; off < bytes && status == 0; off += chunk) {
+                const std::size_t m = std::min(chunk, bytes - off);
+                for (std::uint32_t p = 0; p < n; ++p) {
+                    if (p != me) {
+                        read(p, off, tmp + p * chunk, m);
+                    } else if (aside) {
+                        copy_bytes(tmp + p * chunk, out + off, m);
                     }
                 }
+                wait_reads();
+                if (status != 0) {
+                    break;
+                }
+                combine_chunk(out + off, off, m);
             }
             break;
+        }
         case WEFT_COLL_ALLTOALL:
             for (std::uint32_t p = 0; p < n; ++p) {
                 if (p != me) {
@@ -966,15 +1097,17 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
         ds.key = nullptr;
     }
     call.finish();
-    if (mr != nullptr || expose != nullptr) {
-        // Nobody reads our buffer any more once every member is done.
+    if (exposed) {
+        // Nobody reads or writes our buffers any more once every member is done.
         for (std::uint32_t p = 0; p < n; ++p) {
             if (p != me && st.done_seen[p] < s) {
                 st.done_seen[p] = wait_for(st.peer[p], done_off, s);
             }
         }
-        if (mr != nullptr) {
-            weft_mr_close(mr);
+        for (exposure &e : ex) {
+            if (e.mr != nullptr) {
+                weft_mr_close(e.mr);
+            }
         }
     }
     return status;
@@ -1098,7 +1231,7 @@ int shm_setup(group &g, const shm_params &prm, const weft_coll_oob &oob)
     }
     // Bit 1: this member can take part in single-copy calls (it reads with
     // RMA, and a slot holds the description of a buffer).
-    if (ok != 0 && c.rma && prm.direct_min != SIZE_MAX && prm.slot >= sizeof(direct_desc)) {
+    if (ok != 0 && c.rma && prm.direct_min != SIZE_MAX && prm.slot >= 2 * sizeof(direct_desc)) {
         ok |= 2;
     }
     std::vector<std::uint32_t> oks(g.size);

@@ -1566,9 +1566,11 @@ TEST(CollLarge, stage_in_pieces)
 
 // Single copy (docs/collectives.md): blocks of at least WEFT_COLL_SHM_DIRECT
 // bytes are read straight from their owners' buffers. Every collective of the
-// path (reductions, 2 members only: float sums in rank order, bit for bit),
+// path (reductions: float sums in rank order, bit for bit),
 // at every root, in place where MPI allows it, on 2-4 ranks, just below
-// and at the threshold and far above it; the path taken is checked with
+// and at the threshold, at twice it (a 2-member bcast whose root writes the
+// second half: through active messages below the transport's CMA minimum)
+// and far above it; the path taken is checked with
 // weft_coll_group_calls, and so is that 0 turns the path off. Counts that
 // differ between ranks end in an error on every rank, and in no hang.
 TEST(CollLarge, single_copy)
@@ -1618,7 +1620,7 @@ TEST(CollLarge, single_copy)
                         }
                     };
                     for (std::size_t count :
-                         {threshold / 4 - 1, threshold / 4, std::size_t(300001)}) {
+                         {threshold / 4 - 1, threshold / 4, threshold / 2, std::size_t(300001)}) {
                         const bool direct = !off && count * 4 >= threshold;
                         const std::string at = " count " + std::to_string(count) + " on " +
                                                std::to_string(n) + " rank " + std::to_string(me) +
@@ -1748,8 +1750,11 @@ TEST(CollLarge, single_copy)
                                 const std::string w = (all ? "allreduce" : "reduce") + at +
                                                       (in_place ? " in place" : "");
                                 run_ok(e, a, w);
-                                // Reductions of more than 2 members stay off the path.
-                                const bool on_path = !(all && in_place) && n == 2;
+                                // More than 2 members: allreduce only, in parts of at
+                                // least the threshold each (docs/collectives.md).
+                                const bool on_path =
+                                    !(all && in_place) &&
+                                    (n == 2 || (all && count / un * 4 >= threshold));
                                 calls += on_path ? 1 : 0;
                                 if (all || me == root) {
                                     same_floats(res, direct && on_path, w);
