@@ -508,7 +508,9 @@ int weft_coll_context::progress()
         if (got > 0) {
             for (ssize_t i = 0; i < got; ++i) {
                 if (entries[i].op_context == &direct_pending) [[unlikely]] {
-                    --direct_pending;  // a read of the stage's single-copy path
+                    // A read or write of the stage's single-copy path (0: one a
+                    // failed call abandoned).
+                    direct_pending -= direct_pending != 0 ? 1 : 0;
                     continue;
                 }
                 complete_one(*static_cast<request *>(entries[i].op_context), 0);
@@ -523,9 +525,9 @@ int weft_coll_context::progress()
             weft_cq_err_entry e{};
             if (weft_cq_readerr(cq, &e, 0) == 1) {
                 if (e.op_context == &direct_pending) {
-                    log("error", "a single-copy read failed: %s (%s)", weft_strerror(e.err),
+                    log("error", "a single-copy transfer failed: %s (%s)", weft_strerror(e.err),
                         e.err_str);
-                    --direct_pending;
+                    direct_pending -= direct_pending != 0 ? 1 : 0;
                     if (direct_err == 0) {
                         direct_err = -e.err;
                     }

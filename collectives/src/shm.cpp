@@ -36,6 +36,9 @@ constexpr std::size_t len_off(std::uint64_t s)
 constexpr std::size_t avail_off = 24;
 /// Publishers of more than this store `avail` after each piece of it.
 constexpr std::size_t piece = 8 * 1024;
+/// Single copy: the collective whose part this member could not do (its
+/// failure is then every member's whose result it writes).
+constexpr std::size_t failed_off = 32;
 constexpr std::size_t done_off = 64;  // a cache line apart: different writers' reads
 constexpr std::size_t data_off = 128;
 
@@ -71,13 +74,14 @@ std::size_t published(const weft_coll_args &a, std::uint32_t n)
 /// checked here, the key by weft_rkey_unpack, the range by the owner's
 /// transport against its registration).
 struct direct_desc {
+    std::uint64_t seq;  ///< the collective it belongs to (another: counts differ)
     std::uint64_t addr;
     std::uint64_t len;
-    std::uint32_t key_len;  ///< 0: the owner could not register its buffer
-    std::uint32_t pad;
+    std::uint32_t key_len;  ///< 0: no buffer (none to give, or it could not be registered)
+    std::uint32_t mode;     ///< 1: split bcast, 2: reduction in parts, 0: neither
     std::byte key[WEFT_MR_KEY_MAX];
 };
-static_assert(sizeof(direct_desc) == 24 + WEFT_MR_KEY_MAX, "docs/collectives.md, Single copy");
+static_assert(sizeof(direct_desc) == 288, "docs/collectives.md, Single copy");
 
 /// Polls a member's word until it holds at least a value, driving progress
 /// meanwhile; returns the value seen.
@@ -779,6 +783,18 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
 
 int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
 {
+    switch (a.type) {
+        case WEFT_COLL_BCAST:
+        case WEFT_COLL_ALLGATHER:
+        case WEFT_COLL_GATHER:
+        case WEFT_COLL_SCATTER:
+        case WEFT_COLL_ALLTOALL:
+        case WEFT_COLL_REDUCE:
+        case WEFT_COLL_ALLREDUCE:
+            break;
+        default:
+            return -WEFT_EINVAL;  // before the sequence moves: shm_takes_direct said no
+    }
     shm_state &st = *g.shm;
     context &c = *g.ctx;
     const std::uint32_t n = g.size;
@@ -812,8 +828,11 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     // What this member gives the others: up to two buffers (described in its
     // slot, in this order), what they may do with each. `total` is the first
     // one's length: the bytes every member's first buffer holds (n blocks
-    // for scatter and alltoall); a second one holds `bytes`.
+    // for scatter and alltoall); a second one holds `bytes`. Every member
+    // describes both, `used` or not (key length 0), so that a member whose
+    // count differs from ours finds out instead of waiting for us.
     struct exposure {
+        bool used = false;
         const void *buf = nullptr;
         std::uint64_t access = WEFT_ACCESS_REMOTE_READ;
         weft_mr_t *mr = nullptr;
@@ -821,54 +840,55 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     exposure ex[2];
     std::size_t total = bytes;
     const std::byte *own = send_in_place ? out : send;  // a reduction's input
+    const bool all = a.type == WEFT_COLL_ALLREDUCE;
     switch (a.type) {
         case WEFT_COLL_BCAST:
             if (root) {
-                ex[0].buf = bcast_source(a);
+                ex[0] = {true, bcast_source(a)};
             } else if (split) {
-                ex[0] = {a.recvbuf, WEFT_ACCESS_REMOTE_WRITE};
+                ex[0] = {true, a.recvbuf, WEFT_ACCESS_REMOTE_WRITE};
             }
             break;
         case WEFT_COLL_ALLGATHER:
-            ex[0].buf = send_in_place ? out + me * bytes : a.sendbuf;
+            ex[0] = {true, send_in_place ? out + me * bytes : a.sendbuf};
             break;
         case WEFT_COLL_GATHER:
-            ex[0].buf = root ? nullptr : a.sendbuf;
+            ex[0] = {!root, a.sendbuf};
             break;
         case WEFT_COLL_SCATTER:
             total = bytes * n;
-            ex[0].buf = root ? a.sendbuf : nullptr;
+            ex[0] = {root, a.sendbuf};
             break;
         case WEFT_COLL_ALLTOALL:
             total = bytes * n;
-            ex[0].buf = a.sendbuf;
+            ex[0] = {true, a.sendbuf};
             break;
-        case WEFT_COLL_REDUCE:
-        case WEFT_COLL_ALLREDUCE:
-            if (!root || a.type == WEFT_COLL_ALLREDUCE || parts) {
-                ex[0].buf = own;
-            }
-            if (parts && (root || a.type == WEFT_COLL_ALLREDUCE)) {
-                ex[1] = {a.recvbuf, WEFT_ACCESS_REMOTE_WRITE};
+        default:  // reduce, allreduce
+            ex[0] = {!root || all || parts, own};
+            if (parts && (root || all)) {
+                ex[1] = {true, a.recvbuf, WEFT_ACCESS_REMOTE_WRITE};
             }
             break;
-        default:
-            return -WEFT_EINVAL;
     }
+    const std::uint32_t mode = split ? 1 : parts ? 2 : 0;
+    // This member's result is partly written by others: their failures are ours.
+    const bool written = (split && !root) || (parts && (root || all));
 
-    const bool exposed = ex[0].buf != nullptr;
-    if (exposed) {
-        // Our slot s % 2 is free once every member is done with collective s - 2.
-        for (std::uint32_t p = 0; p < n && s > 2; ++p) {
-            if (st.done_seen[p] < s - 2) {
-                st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
-            }
+    // Our slot s % 2 is free once every member is done with collective s - 2.
+    for (std::uint32_t p = 0; p < n && s > 2; ++p) {
+        if (st.done_seen[p] < s - 2) {
+            st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
         }
-        for (std::size_t k = 0; k < 2 && ex[k].buf != nullptr; ++k) {
-            auto *d = reinterpret_cast<direct_desc *>(slot(me) + k * sizeof(direct_desc));
-            const std::size_t len = k == 0 ? total : bytes;
-            std::size_t klen = sizeof(d->key);
-            int rc = weft_mr_reg(c.domain, ex[k].buf, len, ex[k].access, 0, &ex[k].mr);
+    }
+    for (std::size_t k = 0; k < 2; ++k) {
+        auto *d = reinterpret_cast<direct_desc *>(slot(me) + k * sizeof(direct_desc));
+        const std::size_t len = k == 0 ? total : bytes;
+        std::size_t klen = 0;
+        if (ex[k].used) {
+            klen = sizeof(d->key);
+            int rc = ex[k].buf == nullptr && len != 0
+                         ? -WEFT_EINVAL
+                         : weft_mr_reg(c.domain, ex[k].buf, len, ex[k].access, 0, &ex[k].mr);
             if (rc == 0) {
                 rc = weft_mr_pack_key(ex[k].mr, d->key, &klen);
             }
@@ -878,15 +898,68 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
                 status = status != 0 ? status : rc;
                 klen = 0;  // the others fail too, and everyone still finishes
             }
-            d->addr = reinterpret_cast<std::uintptr_t>(ex[k].buf);
-            d->len = len;
-            d->key_len = std::uint32_t(klen);
         }
-        *word(st.peer[me], len_off(s)) = total;  // published by the release below
-        // release: the descriptions above are visible to whoever sees ready == s.
-        __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
+        d->seq = s;
+        d->addr = reinterpret_cast<std::uintptr_t>(ex[k].buf);
+        d->len = len;
+        d->key_len = std::uint32_t(klen);
+        d->mode = mode;
     }
+    *word(st.peer[me], len_off(s)) = total;  // published by the release below
+    // release: the descriptions above are visible to whoever sees ready == s.
+    __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
 
+    // Member p's description k for collective s, copied out of shared memory
+    // into d (false: p finished the collective without one, or with another
+    // count or form than ours; the call's error says so).
+    auto describe = [&](std::uint32_t p, std::size_t k, direct_desc &d) {
+        // p describes its buffers for collective s, or finishes it on
+        // another path without (its count differs from ours).
+        bool described = false;
+        wait_for.until([&] {
+            // acquire (both): pairs with p's release stores of ready and done.
+            if (__atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s) {
+                return described = true;
+            }
+            if (__atomic_load_n(word(st.peer[p], done_off), __ATOMIC_ACQUIRE) < s) {
+                return false;
+            }
+            // p stores ready before done: having seen done, ready says
+            // whether p published (it may have done both since our first load).
+            described = __atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s;
+            return true;
+        });
+        if (!described) {
+            if (status == 0) {
+                log("error",
+                    "%s: member %u finished this collective without describing its "
+                    "buffers: its count differs from this member's",
+                    name, p);
+                status = -WEFT_EINVAL;
+            }
+            return false;
+        }
+        if (call.check(st.peer[p], p, total) != total) {
+            return false;  // counts differ between members: logged, the call's error
+        }
+        const std::byte *from = slot(p) + k * sizeof(direct_desc);
+        std::memcpy(&d, from, offsetof(direct_desc, key));
+        if (d.seq != s || d.mode != mode || d.len != (k == 0 ? total : bytes) ||
+            d.key_len > sizeof(d.key)) {
+            if (status == 0) {
+                log("error",
+                    "%s: member %u described collective %llu (this is %llu) in form %u (this "
+                    "member's: %u), %llu bytes, a key of %u",
+                    name, p, static_cast<unsigned long long>(d.seq),
+                    static_cast<unsigned long long>(s), d.mode, mode,
+                    static_cast<unsigned long long>(d.len), d.key_len);
+                status = d.key_len > sizeof(d.key) ? -WEFT_EBADMSG : -WEFT_EINVAL;
+            }
+            return false;
+        }
+        std::memcpy(d.key, from + offsetof(direct_desc, key), d.key_len);
+        return true;
+    };
     // Member p's k-th buffer, looked up once per call: its address and its
     // key, unpacked (nullptr: unusable; the call's error says why).
     std::vector<shm_state::direct_source> &src = st.direct_src;
@@ -897,22 +970,17 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
             return ds.key;
         }
         ds.looked = true;
-        wait_for(st.peer[p], ready_off, s);
-        if (call.check(st.peer[p], p, total) != total) {
-            return nullptr;  // counts differ between members: logged, the call's error
-        }
-        const std::byte *from = slot(p) + k * sizeof(direct_desc);
         direct_desc d;
-        std::memcpy(&d, from, offsetof(direct_desc, key));
-        if (d.key_len == 0 || d.key_len > sizeof(d.key) || d.len != (k == 0 ? total : bytes)) {
+        if (!describe(p, k, d)) {
+            return nullptr;
+        }
+        if (d.key_len == 0) {
             if (status == 0) {
-                log("error", "%s: member %u described no usable buffer (key %u bytes, length %llu)",
-                    name, p, d.key_len, static_cast<unsigned long long>(d.len));
-                status = d.key_len == 0 ? -WEFT_EIO : -WEFT_EBADMSG;
+                log("error", "%s: member %u could not give its buffer", name, p);
+                status = -WEFT_EIO;
             }
             return nullptr;
         }
-        std::memcpy(d.key, from + offsetof(direct_desc, key), d.key_len);
         const int rc = weft_rkey_unpack(c.ep, g.addrs[p], d.key, d.key_len, &ds.key);
         if (rc != 0) {
             log("error", "%s: member %u's key for its buffer: %s", name, p, weft_strerror(rc));
@@ -962,10 +1030,21 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
         transfer(false, p, 0, off, dst, len);
     };
     auto wait_reads = [&] {
+        int failed = 0;
         wait_for.until([&] {
-            (void)c.progress();
+            const int rc = c.progress();
+            if (rc < 0) {
+                failed = rc;  // the CQ itself failed: the reads will not complete
+                return true;
+            }
             return c.direct_pending == 0;
         });
+        if (failed != 0) {
+            log("error", "%s: reading the completion queue failed: %s", name,
+                weft_strerror(failed));
+            status = status != 0 ? status : failed;
+            c.direct_pending = 0;  // abandoned (progress() never counts below 0)
+        }
         if (c.direct_err != 0) {
             status = status != 0 ? status : c.direct_err;
             c.direct_err = 0;
@@ -1006,18 +1085,16 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
             break;
         case WEFT_COLL_REDUCE:
         case WEFT_COLL_ALLREDUCE: {
-            const bool all = a.type == WEFT_COLL_ALLREDUCE;
             const std::size_t chunk = std::max<std::size_t>(es, direct_chunk / es * es);
             if (st.direct_tmp.size() < chunk * (n + 1)) {
                 st.direct_tmp.resize(chunk * (n + 1));
             }
             std::byte *tmp = st.direct_tmp.data();
-            // In place (a reduce's root), our own chunk is kept aside first
-            // when the result would overwrite it before its turn.
-            const bool aside = send_in_place && me >= 2;
+            // In place (a reduce's root, of 2 members: rank 0 or 1) our own
+            // chunk is operand a or b of the first combine, which may be dst.
             auto combine_chunk = [&](std::byte *dst, std::size_t off, std::size_t m) {
                 auto from = [&](std::uint32_t p) -> const std::byte * {
-                    return p == me && !aside ? own + off : tmp + p * chunk;
+                    return p == me ? own + off : tmp + p * chunk;
                 };
                 combine(dst, from(0), from(1), m / es);
                 for (std::uint32_t p = 2; p < n; ++p) {
@@ -1038,8 +1115,6 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
                     for (std::uint32_t p = 0; p < n; ++p) {
                         if (p != me) {
                             read(p, off, tmp + p * chunk, m);
-                        } else if (aside) {
-                            copy_bytes(tmp + p * chunk, out + off, m);
                         }
                     }
                     wait_reads();
@@ -1066,8 +1141,6 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
                 for (std::uint32_t p = 0; p < n; ++p) {
                     if (p != me) {
                         read(p, off, tmp + p * chunk, m);
-                    } else if (aside) {
-                        copy_bytes(tmp + p * chunk, out + off, m);
                     }
                 }
                 wait_reads();
@@ -1090,14 +1163,25 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
         default:
             break;
     }
+    // A member that read nothing checks the root's description: a count or
+    // form that differs from ours is then an error here too.
+    if (!root && (a.type == WEFT_COLL_GATHER || (a.type == WEFT_COLL_REDUCE && !parts))) {
+        direct_desc d;
+        (void)describe(a.root, 0, d);
+    }
     // Our reads complete (their data is in our buffers), then the keys go.
     wait_reads();
     for (shm_state::direct_source &ds : src) {
         weft_rkey_release(ds.key);  // nullptr: nothing
         ds.key = nullptr;
     }
+    if (status != 0) {
+        // Published by the release of done: the members whose results we
+        // were to write learn that we did not.
+        __atomic_store_n(word(st.peer[me], failed_off), s, __ATOMIC_RELAXED);
+    }
     call.finish();
-    if (exposed) {
+    if (ex[0].used || ex[1].used || written) {
         // Nobody reads or writes our buffers any more once every member is done.
         for (std::uint32_t p = 0; p < n; ++p) {
             if (p != me && st.done_seen[p] < s) {
@@ -1107,6 +1191,17 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
         for (exposure &e : ex) {
             if (e.mr != nullptr) {
                 weft_mr_close(e.mr);
+            }
+        }
+    }
+    if (written) {
+        for (std::uint32_t p = 0; p < n; ++p) {
+            // relaxed: ordered by the acquire of p's done above; a later
+            // value (p failing a later collective) is not s either.
+            if (p != me && __atomic_load_n(word(st.peer[p], failed_off), __ATOMIC_RELAXED) == s &&
+                status == 0) {
+                log("error", "%s: member %u failed its part of this member's result", name, p);
+                status = -WEFT_EIO;
             }
         }
     }

@@ -1799,6 +1799,49 @@ TEST(CollLarge, single_copy)
                         weft_coll_args bar{};
                         bar.type = WEFT_COLL_BARRIER;
                         run_ok(e, bar, "barrier after the mismatched allgather");
+                        // 2 members whose counts put them in different forms: a
+                        // split bcast against one that is not, a reduce in parts
+                        // against one that is not, a reduce on the stage against
+                        // one in single copy. Each must end in an error on both
+                        // members (a member waiting for the other's buffer learns
+                        // that it finished without one), never in a hang; but a
+                        // reduce's non-root on the stage reads nothing and says
+                        // nothing (the stage's rule: the members that see it).
+                        struct mismatch {
+                            const char *what;
+                            weft_coll_type type;
+                            std::size_t root_count, other_count;
+                            bool other_fails;
+                        };
+                        const mismatch cases[] = {
+                            {"bcast split / not split", WEFT_COLL_BCAST, 5000, 4000, true},
+                            {"reduce in parts / not", WEFT_COLL_REDUCE, 6000, 5000, true},
+                            {"reduce not / in parts", WEFT_COLL_REDUCE, 5000, 6000, true},
+                            {"reduce on the stage / single copy", WEFT_COLL_REDUCE, 1000, 5000,
+                             true},
+                            {"reduce single copy / on the stage", WEFT_COLL_REDUCE, 5000, 1000,
+                             false},
+                        };
+                        for (const mismatch &k : cases) {
+                            if (n != 2) {
+                                break;  // the forms above are 2-member ones
+                            }
+                            std::vector<float> in(6000, 1.0f);
+                            std::vector<float> res(6000, 0.0f);
+                            weft_coll_args x{};
+                            x.type = k.type;
+                            x.datatype = WEFT_COLL_FLOAT;
+                            x.op = WEFT_COLL_SUM;
+                            x.root = 0;
+                            x.count = me == 0 ? k.root_count : k.other_count;
+                            x.sendbuf = k.type == WEFT_COLL_BCAST ? nullptr : in.data();
+                            x.recvbuf = res.data();
+                            const int xrc = weft_coll(e.g, &x);
+                            WEFT_TCHECK_MSG(
+                                xrc != 0 || (me != 0 && !k.other_fails),
+                                std::string(k.what) + " returned 0 on rank " + std::to_string(me));
+                            run_ok(e, bar, std::string("barrier after ") + k.what);
+                        }
                     }
                 },
                 opt));
