@@ -1840,6 +1840,9 @@ TEST(CollLarge, single_copy)
                             WEFT_TCHECK_MSG(
                                 xrc != 0 || (me != 0 && !k.other_fails),
                                 std::string(k.what) + " returned 0 on rank " + std::to_string(me));
+                            // Out of band first: no later stage call may release a
+                            // member that waits (one would hang here, and time out).
+                            c.barrier();
                             run_ok(e, bar, std::string("barrier after ") + k.what);
                         }
                     }
