@@ -906,8 +906,15 @@ static int pml_weft_post_recv(struct pml_weft_xfer *x)
  * memory when they are contiguous, else a bounce buffer that @p conv (a
  * constructed convertor, prepared here) unpacks at completion.
  */
-static int pml_weft_recv_setup(struct pml_weft_xfer *x, void *buf, size_t count,
-                               ompi_datatype_t *dt, opal_convertor_t *conv)
+static int pml_weft_recv_setup_packed(struct pml_weft_xfer *x, void *buf, size_t count,
+                                      ompi_datatype_t *dt, opal_convertor_t *conv);
+
+/* Inlined into every receive (the contiguous case is a few stores); the
+ * packed case is out of line. */
+static inline __attribute__((always_inline)) int pml_weft_recv_setup(struct pml_weft_xfer *x,
+                                                                     void *buf, size_t count,
+                                                                     ompi_datatype_t *dt,
+                                                                     opal_convertor_t *conv)
 {
     x->bounce = NULL;
     x->convertor = NULL;
@@ -923,6 +930,12 @@ static int pml_weft_recv_setup(struct pml_weft_xfer *x, void *buf, size_t count,
         x->length = dt->super.size * count;
         return OMPI_SUCCESS;
     }
+    return pml_weft_recv_setup_packed(x, buf, count, dt, conv);
+}
+
+static int pml_weft_recv_setup_packed(struct pml_weft_xfer *x, void *buf, size_t count,
+                                      ompi_datatype_t *dt, opal_convertor_t *conv)
+{
     opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &dt->super, count, buf, 0,
                                              conv);
     size_t packed;
@@ -953,9 +966,24 @@ static void pml_weft_recv_unsetup(struct pml_weft_xfer *x)
     }
 }
 
-/** Post (or defer) the receive for (@p src, @p tag) of @p comm set up in @p x. */
-static int pml_weft_recv_start(struct pml_weft_xfer *x, int src, int tag,
-                               struct ompi_communicator_t *comm)
+/** The receive @p x was not posted at once (@p rc): defer it, or undo its set-up. */
+static int pml_weft_recv_start_slow(struct pml_weft_xfer *x, int rc)
+{
+    if (-WEFT_EAGAIN == rc) {
+        rc = pml_weft_submit(x);
+    }
+    if (OPAL_UNLIKELY(0 != rc)) {
+        pml_weft_log_call("weft_trecv", rc);
+        pml_weft_recv_unsetup(x);
+        return ompi_weft_ompi_error(rc);
+    }
+    return OMPI_SUCCESS;
+}
+
+/** Post (or defer) the receive for (@p src, @p tag) of @p comm set up in @p x
+ * (inlined: the direct post is the common case). */
+static inline __attribute__((always_inline)) int pml_weft_recv_start(
+    struct pml_weft_xfer *x, int src, int tag, struct ompi_communicator_t *comm)
 {
     x->kind = PML_WEFT_RECV;
     x->comm = comm;
@@ -969,15 +997,7 @@ static int pml_weft_recv_start(struct pml_weft_xfer *x, int src, int tag,
             return OMPI_SUCCESS;
         }
     }
-    if (-WEFT_EAGAIN == rc) {
-        rc = pml_weft_submit(x);
-    }
-    if (OPAL_UNLIKELY(0 != rc)) {
-        pml_weft_log_call("weft_trecv", rc);
-        pml_weft_recv_unsetup(x);
-        return ompi_weft_ompi_error(rc);
-    }
-    return OMPI_SUCCESS;
+    return pml_weft_recv_start_slow(x, rc);
 }
 
 /** A receive request on @p comm for @p count of @p datatype at @p buf, set up
