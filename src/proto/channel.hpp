@@ -585,10 +585,22 @@ void channel::upcall(void *arg, transport::src_id src, transport::am_word word, 
         ch->dispatch_slow(c->index, src, am, len, prefixed, returned);
         return;
     }
-    peer_state *p = ch->credit_peer(c->index, src);
+    // The sender's state and the peer whose credits its messages use, with
+    // one lookup when both are known (credit_peer and source in one).
+    rx_source *rs = nullptr;
+    peer_state *p = nullptr;
+    if (auto &v = ch->sources_[c->index]; src < v.size()) [[likely]] {
+        rs = &v[src];
+        p = rs->resolved ? rs->peer : nullptr;
+    }
     if (p == nullptr) [[unlikely]] {
-        ch->drop(c->index, src, "no flow-control state for the sender (refused, or no credits)");
-        return;
+        p = ch->credit_peer_slow(c->index, src);  // may grow sources_
+        if (p == nullptr) {
+            ch->drop(c->index, src,
+                     "no flow-control state for the sender (refused, or no credits)");
+            return;
+        }
+        rs = ch->source(c->index, src);
     }
     if (e.metered && p->cr.on_message_received(1, ch->pool_) != status::ok) [[unlikely]] {
         ch->overrun(c->index, src);
@@ -597,7 +609,7 @@ void channel::upcall(void *arg, transport::src_id src, transport::am_word word, 
     if (returned != 0) [[unlikely]] {
         ch->on_returned(p, src, returned);
     }
-    rx_context rx{c->index, src, ch->source(c->index, src), e.metered ? p : nullptr, false};
+    rx_context rx{c->index, src, rs, e.metered ? p : nullptr, false};
     if (WEFT_LOG_TRACE_ENABLED && log_proto.enabled(base::log_level::trace_data)) {
         ch->log_rx(c->index, src, e, bytes, len);
     }
