@@ -802,7 +802,8 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     stage_call call{a, ++st.seq, st.peer[me]};
     const std::uint64_t s = call.s;
     st.last_data = s;
-    const std::size_t bytes = a.count * size_of(raw(a.datatype));
+    const std::size_t es = size_of(raw(a.datatype));
+    const std::size_t bytes = a.count * es;
     auto *out = static_cast<std::byte *>(a.recvbuf);
     const bool root = me == a.root;
     const bool send_in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
@@ -812,7 +813,6 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     waiter wait_for{c};
     auto slot = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
 
-    const std::size_t es = size_of(raw(a.datatype));
     const bool reduction = a.type == WEFT_COLL_REDUCE || a.type == WEFT_COLL_ALLREDUCE;
     // A bcast of 2 members whose halves are large enough for the transport's
     // single copy is copied by both: the reader reads the first half (to a
@@ -1085,59 +1085,27 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
             break;
         case WEFT_COLL_REDUCE:
         case WEFT_COLL_ALLREDUCE: {
+            if (!parts && !all && !root) {
+                break;  // our input is read by the root
+            }
             const std::size_t chunk = std::max<std::size_t>(es, direct_chunk / es * es);
             if (st.direct_tmp.size() < chunk * (n + 1)) {
                 st.direct_tmp.resize(chunk * (n + 1));
             }
             std::byte *tmp = st.direct_tmp.data();
-            // In place (a reduce's root, of 2 members: rank 0 or 1) our own
-            // chunk is operand a or b of the first combine, which may be dst.
-            auto combine_chunk = [&](std::byte *dst, std::size_t off, std::size_t m) {
-                auto from = [&](std::uint32_t p) -> const std::byte * {
-                    return p == me ? own + off : tmp + p * chunk;
-                };
-                combine(dst, from(0), from(1), m / es);
-                for (std::uint32_t p = 2; p < n; ++p) {
-                    combine(dst, dst, from(p), m / es);
-                }
-            };
-            if (parts) {
-                // Our part, a chunk at a time: read from every other input,
-                // combined in rank order (every member's result has the same
-                // bits), written into every other member's result (allreduce)
-                // or the root's (reduce).
-                const bool keep = all || root;  // the result is ours too
-                const std::size_t end = part_start(a, n, me + 1) * es;
-                std::byte *res = tmp + n * chunk;  // a reduce's non-root: its result chunk
-                for (std::size_t off = part_start(a, n, me) * es; off < end && status == 0;
-                     off += chunk) {
-                    const std::size_t m = std::min(chunk, end - off);
-                    for (std::uint32_t p = 0; p < n; ++p) {
-                        if (p != me) {
-                            read(p, off, tmp + p * chunk, m);
-                        }
-                    }
-                    wait_reads();
-                    if (status != 0) {
-                        break;
-                    }
-                    std::byte *dst = keep ? out + off : res;
-                    combine_chunk(dst, off, m);
-                    for (std::uint32_t p = 0; p < n; ++p) {
-                        if (p != me && (all || p == a.root)) {
-                            transfer(true, p, 1, off, dst, m);
-                        }
-                    }
-                    wait_reads();
-                }
-                break;
-            }
-            if (!all && !root) {
-                break;  // our input is read by the root
-            }
-            // Every input read whole, a chunk at a time, into a buffer of ours.
-            for (std::size_t off = 0; off < bytes && status == 0; off += chunk) {
-                const std::size_t m = std::min(chunk, bytes - off);
+            // A chunk at a time: the other inputs read into tmp, combined
+            // with ours in rank order (every member's result has the same
+            // bits; our input, in place a reduce's root's of 2 members, is
+            // operand a or b of the first combine, which may be dst). In
+            // parts, only our part, and the result goes into every other
+            // member's result (allreduce) or the root's (reduce); otherwise
+            // the whole vector, for us.
+            const bool keep = all || root;     // the result is ours too
+            std::byte *res = tmp + n * chunk;  // a reduce's non-root in parts: its result chunk
+            const std::size_t end = parts ? part_start(a, n, me + 1) * es : bytes;
+            for (std::size_t off = parts ? part_start(a, n, me) * es : 0; off < end && status == 0;
+                 off += chunk) {
+                const std::size_t m = std::min(chunk, end - off);
                 for (std::uint32_t p = 0; p < n; ++p) {
                     if (p != me) {
                         read(p, off, tmp + p * chunk, m);
@@ -1147,7 +1115,22 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
                 if (status != 0) {
                     break;
                 }
-                combine_chunk(out + off, off, m);
+                auto from = [&](std::uint32_t p) -> const std::byte * {
+                    return p == me ? own + off : tmp + p * chunk;
+                };
+                std::byte *dst = keep ? out + off : res;
+                combine(dst, from(0), from(1), m / es);
+                for (std::uint32_t p = 2; p < n; ++p) {
+                    combine(dst, dst, from(p), m / es);
+                }
+                if (parts) {
+                    for (std::uint32_t p = 0; p < n; ++p) {
+                        if (p != me && (all || p == a.root)) {
+                            transfer(true, p, 1, off, dst, m);
+                        }
+                    }
+                    wait_reads();
+                }
             }
             break;
         }

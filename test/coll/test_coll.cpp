@@ -1644,45 +1644,38 @@ TEST(CollLarge, single_copy)
                             ++calls;
                             expect(buf, 0, root, 0, count, "bcast" + at);
                         }
-                        // allgather, in place and not
-                        for (bool in_place : {false, true}) {
+                        // allgather (root < 0) or gather: in place at the root (every
+                        // member for allgather) or not; the result checked where it is
+                        auto gathered = [&](int root, bool in_place) {
+                            const bool everyone = root < 0;
+                            const bool ip = in_place && (everyone || me == root);
+                            const std::string w = (everyone ? "allgather" : "gather") + at;
                             std::vector<std::uint32_t> mine(count);
                             std::vector<std::uint32_t> all(count * un, 0);
                             for (std::size_t i = 0; i < count; ++i) {
-                                (in_place ? all.data() + std::size_t(me) * count : mine.data())[i] =
+                                (ip ? all.data() + std::size_t(me) * count : mine.data())[i] =
                                     word(me, 0, i);
                             }
-                            a.type = WEFT_COLL_ALLGATHER;
-                            a.sendbuf = in_place ? WEFT_COLL_IN_PLACE : mine.data();
+                            a.type = everyone ? WEFT_COLL_ALLGATHER : WEFT_COLL_GATHER;
+                            a.root = everyone ? 0 : std::uint32_t(root);
+                            a.sendbuf = ip ? WEFT_COLL_IN_PLACE : mine.data();
                             a.recvbuf = all.data();
-                            run_ok(e, a, "allgather" + at);
+                            run_ok(e, a, w);
                             ++calls;
-                            for (int r = 0; r < n; ++r) {
-                                expect(all, std::size_t(r) * count, r, 0, count, "allgather" + at);
+                            if (everyone || me == root) {
+                                for (int r = 0; r < n; ++r) {
+                                    expect(all, std::size_t(r) * count, r, 0, count, w);
+                                }
                             }
+                        };
+                        for (bool in_place : {false, true}) {
+                            gathered(-1, in_place);
                         }
                         // gather and scatter, every root, in place at the root and not
                         for (int root = 0; root < n; ++root) {
                             for (bool in_place : {false, true}) {
+                                gathered(root, in_place);
                                 const bool ip = in_place && me == root;
-                                std::vector<std::uint32_t> mine(count);
-                                std::vector<std::uint32_t> all(count * un, 0);
-                                for (std::size_t i = 0; i < count; ++i) {
-                                    (ip ? all.data() + std::size_t(me) * count : mine.data())[i] =
-                                        word(me, 0, i);
-                                }
-                                a.type = WEFT_COLL_GATHER;
-                                a.root = std::uint32_t(root);
-                                a.sendbuf = ip ? WEFT_COLL_IN_PLACE : mine.data();
-                                a.recvbuf = all.data();
-                                run_ok(e, a, "gather" + at);
-                                ++calls;
-                                if (me == root) {
-                                    for (int r = 0; r < n; ++r) {
-                                        expect(all, std::size_t(r) * count, r, 0, count,
-                                               "gather" + at);
-                                    }
-                                }
                                 std::vector<std::uint32_t> blocks(count * un, 0);
                                 std::vector<std::uint32_t> got(count, 0);
                                 if (me == root) {
