@@ -302,6 +302,15 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine);
 bool shm_symmetric(const group &g, const weft_coll_args &a);
 /// Run `a` on symmetric buffers (shm_symmetric said yes).
 int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine);
+/// Whether `a` is a call the stage could take were its count smaller (so
+/// that another member's count may have put it there): such a call that no
+/// form of the stage took agrees with the members first (shm_agree).
+bool shm_count_decides(const group &g, const weft_coll_args &a);
+/// One stage round before such a call goes to the message path: every
+/// member says it goes there and with how many bytes. A member on a form of
+/// the stage (its count differs) or with another count fails the call on
+/// every member that sees it, before any data moves: never a wait for ever.
+int shm_agree(group &g, const weft_coll_args &a);
 /// Make the group's shared-memory stage with `prm.slot`-byte slots if every
 /// member maps every other's region (two more out-of-band exchanges, on every
 /// member); single-copy calls if every member's endpoint reads with RMA too.

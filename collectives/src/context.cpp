@@ -1068,6 +1068,13 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
                 on(WEFT_COLL_PATH_STAGE_PIECES);
                 return shm_run_large(*g, *args, combine);
             }
+            if (shm_count_decides(*g, *args)) {
+                // Another member's count may have put it on the stage.
+                const int rc = shm_agree(*g, *args);
+                if (rc != 0) {
+                    return rc;
+                }
+            }
         }  // else: the general path (it says what is wrong, if anything)
     }
     // A kept schedule with the same arguments (the v arrays compared by value).

@@ -39,6 +39,10 @@ constexpr std::size_t piece = 8 * 1024;
 /// Single copy: the collective whose part this member could not do (its
 /// failure is then every member's whose result it writes).
 constexpr std::size_t failed_off = 32;
+/// In a published length word: the member took the message path for this
+/// collective, with the bytes in the low bits (shm_agree). Never a slot's
+/// length, so every form's length check fails on it.
+constexpr std::uint64_t on_messages = std::uint64_t(1) << 63;
 constexpr std::size_t done_off = 64;  // a cache line apart: different writers' reads
 constexpr std::size_t data_off = 128;
 
@@ -96,6 +100,27 @@ struct waiter {
         until([&] { return (v = __atomic_load_n(word(region, off), __ATOMIC_ACQUIRE)) >= want; });
         return v;
     }
+    /// Waits until member `region` published collective s (true) or finished
+    /// it without publishing (false: it took another form; its count differs).
+    bool published(std::byte *region, std::uint64_t s)
+    {
+        bool said = false;
+        until([&] {
+            // acquire (all three): pairs with the member's release stores of
+            // ready and done; what it published is visible.
+            if (__atomic_load_n(word(region, ready_off), __ATOMIC_ACQUIRE) >= s) {
+                return said = true;
+            }
+            if (__atomic_load_n(word(region, done_off), __ATOMIC_ACQUIRE) < s) {
+                return false;
+            }
+            // It stores ready before done: having seen done, ready says
+            // whether it published (it may have done both since our first load).
+            said = __atomic_load_n(word(region, ready_off), __ATOMIC_ACQUIRE) >= s;
+            return true;
+        });
+        return said;
+    }
     template <class Pred>
     void until(Pred done)
     {
@@ -132,6 +157,17 @@ struct stage_call {
     std::size_t check(std::byte *region, std::uint32_t p, std::size_t want)
     {
         const std::uint64_t got = *word(region, len_off(s));
+        if ((got & on_messages) != 0) {
+            if (status == 0) {
+                const std::uint64_t theirs = got & ~on_messages;
+                log("error",
+                    "%s: member %u took the message path with %llu bytes, this member the "
+                    "shared-memory stage with %zu: counts differ",
+                    weft_coll_type_name(a.type), p, static_cast<unsigned long long>(theirs), want);
+                status = theirs > want ? -WEFT_ETRUNC : -WEFT_EINVAL;
+            }
+            return 0;  // its slot holds nothing of this collective
+        }
         if (got != want && status == 0) {
             log("error", "%s: member %u published %llu bytes, this member expected %zu",
                 weft_coll_type_name(a.type), p, static_cast<unsigned long long>(got), want);
@@ -340,6 +376,72 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
     }
     finish();
     return status;
+}
+
+// ------------------------------------------------------------------ before the message path
+//
+// The path is chosen from a member's own count, so counts that differ between
+// members (an erroneous program) can put one on a form of the stage and
+// another on the message path, where neither would ever hear from the other.
+// A call of a type the stage takes that goes to the message path therefore
+// runs one stage round first: it publishes a length word that says "message
+// path, this many bytes" (never a slot's length) and waits until every member
+// has published the same, or has published something else, or has finished
+// the collective without publishing. Any of the latter two is the call's
+// error on this member; a member on the stage sees our word in its length
+// check and fails too (unless it waits for nobody: a bcast's root there).
+// Calls of this kind are above a slot (64 KiB): the round is a barrier's cost.
+
+bool shm_count_decides(const group &g, const weft_coll_args &a)
+{
+    return g.shm != nullptr && a.algorithm == WEFT_COLL_ALG_AUTO &&
+           (a.flags & ~WEFT_COLL_SYMMETRIC) == 0 && published(a, g.size) != SIZE_MAX;
+}
+
+int shm_agree(group &g, const weft_coll_args &a)
+{
+    shm_state &st = *g.shm;
+    const std::uint32_t n = g.size;
+    const std::uint32_t me = g.rank;
+    stage_call call{a, ++st.seq, st.peer[me]};
+    const std::uint64_t s = call.s;
+    const std::uint64_t bytes = published(a, n);
+    const char *name = weft_coll_type_name(a.type);
+    waiter wait_for{*g.ctx};
+    // Nobody still reads our length word of collective s - 2.
+    for (std::uint32_t p = 0; p < n && s > 2; ++p) {
+        if (st.done_seen[p] < s - 2) {
+            st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
+        }
+    }
+    *word(call.mine, len_off(s)) = on_messages | bytes;  // published by the release below
+    // release: the length word is visible to whoever sees ready == s.
+    __atomic_store_n(word(call.mine, ready_off), s, __ATOMIC_RELEASE);
+    for (std::uint32_t p = 0; p < n; ++p) {
+        if (p == me) {
+            continue;
+        }
+        const bool said = wait_for.published(st.peer[p], s);
+        const std::uint64_t got = said ? *word(st.peer[p], len_off(s)) : 0;
+        if ((said && got == (on_messages | bytes)) || call.status != 0) {
+            continue;
+        }
+        const std::uint64_t theirs = got & ~on_messages;
+        if (!said) {
+            log("error",
+                "%s: member %u finished this collective on the shared-memory stage, this member "
+                "took the message path with %llu bytes: counts differ",
+                name, p, static_cast<unsigned long long>(bytes));
+        } else {
+            log("error",
+                "%s: member %u took %s with %llu bytes, this member the message path with %llu",
+                name, p, (got & on_messages) != 0 ? "the message path" : "the shared-memory stage",
+                static_cast<unsigned long long>(theirs), static_cast<unsigned long long>(bytes));
+        }
+        call.status = said && theirs > bytes ? -WEFT_ETRUNC : -WEFT_EINVAL;
+    }
+    call.finish();
+    return call.status;
 }
 
 // ------------------------------------------------------------------ larger than a slot
@@ -915,21 +1017,7 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     auto describe = [&](std::uint32_t p, std::size_t k, direct_desc &d) {
         // p describes its buffers for collective s, or finishes it on
         // another path without (its count differs from ours).
-        bool described = false;
-        wait_for.until([&] {
-            // acquire (both): pairs with p's release stores of ready and done.
-            if (__atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s) {
-                return described = true;
-            }
-            if (__atomic_load_n(word(st.peer[p], done_off), __ATOMIC_ACQUIRE) < s) {
-                return false;
-            }
-            // p stores ready before done: having seen done, ready says
-            // whether p published (it may have done both since our first load).
-            described = __atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s;
-            return true;
-        });
-        if (!described) {
+        if (!wait_for.published(st.peer[p], s)) {
             if (status == 0) {
                 log("error",
                     "%s: member %u finished this collective without describing its "

@@ -2,6 +2,7 @@
 # perf/coll/ab_env.sh -- coll weft against itself with one environment
 # variable at two (or more) values: paired launches, alternating, same build
 # (docs/performance.md, "Single copy"). Run from a build directory.
+# BUILD=dir1,dir2 instead pairs two build directories (before and after).
 #
 #   perf/coll/ab_env.sh [-n LAUNCHES] [-p RANKS] -b BENCHES -s SIZES VAR=v1,v2[,...]
 #
@@ -20,7 +21,7 @@ while [ $# -gt 1 ]; do
     esac
 done
 [ $# -eq 1 ] && [ -n "$benches" ] && [ -n "$sizes" ] || {
-    sed -n '2,11p' "$0" >&2
+    sed -n '2,12p' "$0" >&2
     exit 2
 }
 var=${1%%=*}
@@ -39,8 +40,12 @@ raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 for i in $(seq 1 "$n"); do
     for v in ${vals//,/ }; do
-        "${launch[@]}" --mca mca_base_component_path "$libs:$ompi_dir" --mca pml cm --mca mtl weft \
-            -x "$var=$v" "$bench" -b "$benches" -s "$sizes" 2>/dev/null |
+        b=$bench l=$libs env=(-x "$var=$v")
+        if [ "$var" = BUILD ]; then
+            b=$v/perf/coll/coll_bench l=$v/.libs env=()
+        fi
+        "${launch[@]}" --mca mca_base_component_path "$l:$ompi_dir" --mca pml cm --mca mtl weft \
+            "${env[@]}" "$b" -b "$benches" -s "$sizes" 2>/dev/null |
             awk -v i="$i" -v v="$v" '$1 !~ /^#/ && NF >= 3 {print i, v, $1, $2, $3}' | tee -a "$raw"
     done
 done

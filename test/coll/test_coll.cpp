@@ -1564,6 +1564,93 @@ TEST(CollLarge, stage_in_pieces)
     }
 }
 
+// Counts that put one member on the stage and another on the message path
+// (an erroneous program): the member on the message path learns it in the
+// round it runs first (shm_agree) and fails, and so does every member on the
+// stage that waits for it; nobody waits for ever, and the group's next calls
+// on both paths work. Two members on the message path with different counts
+// fail before any data moves. Without that round each case below hangs (the
+// run times out).
+TEST(CollLarge, stage_against_messages)
+{
+    if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
+        GTEST_SKIP() << "shm unavailable";
+    }
+    oob_area oob;
+    ASSERT_NE(oob.mem, nullptr);
+    for (int n : {2, 3}) {
+        weft::test::run_options opt;
+        opt.timeout_s = 300;
+        opt.allow_log_errors = true;  // every case is a mismatch
+        ASSERT_TRUE(weft::test::run_ranks(
+            n, transport(),
+            [&](rank_ctx &c) {
+                // Above a 4 KiB slot: the message path (no pieces, no single copy).
+                setenv("WEFT_COLL_SHM_SLOT", "4096", 1);
+                setenv("WEFT_COLL_SHM_LARGE", "0", 1);
+                setenv("WEFT_COLL_SHM_DIRECT", "0", 1);
+                coll_env e(c, oob.mem);
+                const int me = c.rank;
+                const auto un = std::size_t(n);
+                constexpr std::size_t small = 64;  // words: n blocks fit a slot
+                constexpr std::size_t big = 2048;
+                std::vector<std::uint32_t> in(3000 * un, 1);
+                std::vector<std::uint32_t> out(3000 * un, 0);
+                weft_coll_args bar{};
+                bar.type = WEFT_COLL_BARRIER;
+                const weft_coll_type types[] = {
+                    WEFT_COLL_BCAST,  WEFT_COLL_REDUCE,  WEFT_COLL_ALLREDUCE, WEFT_COLL_ALLGATHER,
+                    WEFT_COLL_GATHER, WEFT_COLL_SCATTER, WEFT_COLL_ALLTOALL};
+                for (weft_coll_type t : types) {
+                    // The odd member on the message path: the root, then
+                    // another; last, two counts on the message path.
+                    for (int variant = 0; variant < 3; ++variant) {
+                        const int odd = variant == 1 ? n - 1 : 0;
+                        std::size_t count = me == odd ? big : small;
+                        if (variant == 2) {
+                            count = me == odd ? 3000 : big;
+                        }
+                        const std::uint64_t before =
+                            weft_coll_group_calls(e.g, WEFT_COLL_PATH_MESSAGES);
+                        weft_coll_args a{};
+                        a.type = t;
+                        a.datatype = WEFT_COLL_UINT32;
+                        a.op = WEFT_COLL_SUM;
+                        a.root = 0;
+                        a.count = count;
+                        a.sendbuf = t == WEFT_COLL_BCAST ? nullptr : in.data();
+                        a.recvbuf = out.data();
+                        const int rc = weft_coll(e.g, &a);
+                        const std::string at = std::string(weft_coll_type_name(t)) + " variant " +
+                                               std::to_string(variant) + " on rank " +
+                                               std::to_string(me) + " of " + std::to_string(n);
+                        const bool messages = count > small;
+                        // Every member waits for every other in these.
+                        const bool all_wait = t == WEFT_COLL_ALLREDUCE ||
+                                              t == WEFT_COLL_ALLGATHER || t == WEFT_COLL_ALLTOALL;
+                        if (messages || all_wait) {
+                            WEFT_TCHECK_MSG(rc != 0, at + " returned 0");
+                        }
+                        // Refused before any message: nothing ran there.
+                        WEFT_TCHECK_EQ(weft_coll_group_calls(e.g, WEFT_COLL_PATH_MESSAGES), before);
+                        // Out of band first: no later stage call may release
+                        // a member that waits (one would hang here).
+                        c.barrier();
+                        run_ok(e, bar, "barrier after " + at);
+                    }
+                }
+                // The sequences are still in step: both paths work.
+                const std::string at = " after the mismatches on " + std::to_string(n);
+                const std::uint64_t before = weft_coll_group_calls(e.g, WEFT_COLL_PATH_MESSAGES);
+                check_sum_forms(e, big, at);
+                WEFT_TCHECK(weft_coll_group_calls(e.g, WEFT_COLL_PATH_MESSAGES) > before);
+                check_sum_forms(e, small, at);
+                check_bcast_every_root(e, big, false, at);
+            },
+            opt));
+    }
+}
+
 // Single copy (docs/collectives.md): blocks of at least WEFT_COLL_SHM_DIRECT
 // bytes are read straight from their owners' buffers. Every collective of the
 // path (reductions: float sums in rank order, bit for bit),
