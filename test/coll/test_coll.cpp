@@ -1651,6 +1651,87 @@ TEST(CollLarge, stage_against_messages)
     }
 }
 
+// A member that fails its part of a single-copy call makes the call fail on
+// the member whose result it writes (the failed word), even when that
+// member's own transfers succeed: a 2-member bcast split in halves, whose
+// reader's second half is read-only, so the root's write of it fails in the
+// kernel (cross-memory attach: an error, no crash). The reader's own read of
+// the first half succeeds; it returns -WEFT_EIO all the same. The group works
+// after.
+TEST(CollLarge, single_copy_partner_fails)
+{
+    if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
+        GTEST_SKIP() << "shm unavailable";
+    }
+    oob_area oob;
+    ASSERT_NE(oob.mem, nullptr);
+    weft::test::run_options opt;
+    opt.timeout_s = 120;
+    opt.allow_log_errors = true;  // the failed write
+    ASSERT_TRUE(weft::test::run_ranks(
+        2, transport(),
+        [&](rank_ctx &c) {
+            setenv("WEFT_COLL_SHM_DIRECT", "65536", 1);
+            setenv("WEFT_SHM_RMA_CMA_MIN", "65536", 1);  // halves of 256 KiB: the kernel writes
+            coll_env e(c, oob.mem);
+            const int me = c.rank;
+            constexpr std::size_t half = 256 * 1024;
+            constexpr std::size_t count = 2 * half / sizeof(std::uint32_t);
+            void *m =
+                mmap(nullptr, 2 * half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            WEFT_TCHECK(m != MAP_FAILED);
+            auto *buf = static_cast<std::uint32_t *>(m);
+            auto value = [](int round, std::size_t i) {
+                return std::uint32_t(round * 7919) ^ std::uint32_t(i * 2654435761u);
+            };
+            for (int round = 0; round < 2; ++round) {
+                for (std::size_t i = 0; i < count; ++i) {
+                    buf[i] = me == 0 ? value(round, i) : 0;
+                }
+                const bool faulty = round == 0 && me == 1;
+                if (faulty) {
+                    WEFT_TCHECK_EQ(mprotect(static_cast<std::byte *>(m) + half, half, PROT_READ),
+                                   0);
+                }
+                const std::uint64_t before = weft_coll_group_calls(e.g, WEFT_COLL_PATH_SINGLE_COPY);
+                weft_coll_args a{};
+                a.type = WEFT_COLL_BCAST;
+                a.datatype = WEFT_COLL_UINT32;
+                a.root = 0;
+                a.count = count;
+                a.recvbuf = buf;
+                const int rc = weft_coll(e.g, &a);
+                WEFT_TCHECK_EQ(weft_coll_group_calls(e.g, WEFT_COLL_PATH_SINGLE_COPY), before + 1);
+                if (round == 0) {
+                    // The root's write failed: its error; the reader's, said
+                    // by the root's failed word (its own read succeeded).
+                    WEFT_TCHECK_MSG(rc != 0, "root's failed write returned 0");
+                    if (me == 1) {
+                        WEFT_TCHECK_EQ(rc, -WEFT_EIO);
+                        bool first_half = true;
+                        for (std::size_t i = 0; i < half / sizeof(std::uint32_t); ++i) {
+                            first_half = first_half && buf[i] == value(round, i);
+                        }
+                        WEFT_TCHECK_MSG(first_half, "the reader's own half is wrong");
+                        WEFT_TCHECK_EQ(mprotect(static_cast<std::byte *>(m) + half, half,
+                                                PROT_READ | PROT_WRITE),
+                                       0);
+                    }
+                } else {
+                    WEFT_TCHECK_EQ(rc, 0);
+                    std::size_t wrong = 0;
+                    for (std::size_t i = 0; i < count; ++i) {
+                        wrong += buf[i] != value(round, i) ? 1 : 0;
+                    }
+                    WEFT_TCHECK_EQ(wrong, std::size_t(0));
+                }
+                c.barrier();
+            }
+            munmap(m, 2 * half);
+        },
+        opt));
+}
+
 // Single copy (docs/collectives.md): blocks of at least WEFT_COLL_SHM_DIRECT
 // bytes are read straight from their owners' buffers. Every collective of the
 // path (reductions: float sums in rank order, bit for bit),
