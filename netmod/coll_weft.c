@@ -12,6 +12,7 @@
  */
 #include "ompi_config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -601,12 +602,14 @@ static size_t coll_weft_bytes(ompi_datatype_t *dt, size_t count, int need_dense,
     return size;
 }
 
+/* The first byte of a buffer: buf plus the datatype's true lower bound. A
+ * NULL buf with a lower bound is MPI_BOTTOM with absolute addresses. */
 static void *shifted(const void *buf, ptrdiff_t shift)
 {
-    if (buf == MPI_IN_PLACE || buf == NULL) {
+    if (buf == MPI_IN_PLACE) {
         return (void *)buf;
     }
-    return (char *)buf + shift;
+    return (void *)((uintptr_t)buf + (uintptr_t)shift);
 }
 
 static void coll_weft_note(const char *what, const char *why)

@@ -104,6 +104,70 @@ bool reduction(weft_coll_type t)
     }
 }
 
+/// The buffer this member uses for `a` with some bytes in it that is NULL
+/// ("sendbuf" or "recvbuf"), or nullptr when there is none. The v arrays
+/// this member reads are present (checked before; the others may be NULL).
+const char *null_buffer(const group &g, const weft_coll_args &a)
+{
+    const std::uint32_t n = g.size;
+    const bool root = rooted(a.type) && a.root == g.rank;
+    const bool send_in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
+    const bool some = a.count != 0;
+    auto any = [&](const std::size_t *p) {
+        return p != nullptr && std::any_of(p, p + n, [](std::size_t x) { return x != 0; });
+    };
+    bool send = false;  // whether this member reads its sendbuf, and bytes are in it
+    bool recv = false;  // the same for its recvbuf
+    switch (a.type) {
+        case WEFT_COLL_BARRIER:
+            break;
+        case WEFT_COLL_BCAST:
+            recv = some;  // a root's sendbuf is optional (NULL: the recvbuf is the source)
+            break;
+        case WEFT_COLL_REDUCE:
+        case WEFT_COLL_GATHER:
+            send = !send_in_place && some;
+            recv = root && some;
+            break;
+        case WEFT_COLL_GATHERV:
+            send = !send_in_place && some;
+            recv = root && any(a.recvcounts);
+            break;
+        case WEFT_COLL_ALLGATHERV:
+            send = !send_in_place && some;
+            recv = any(a.recvcounts);
+            break;
+        case WEFT_COLL_SCATTER:
+            send = root && some;
+            recv = a.recvbuf != WEFT_COLL_IN_PLACE && some;
+            break;
+        case WEFT_COLL_SCATTERV:
+            send = root && any(a.sendcounts);
+            recv = a.recvbuf != WEFT_COLL_IN_PLACE && some;
+            break;
+        case WEFT_COLL_ALLTOALLV:
+            send = !send_in_place && any(a.sendcounts);
+            recv = any(a.recvcounts);
+            break;
+        case WEFT_COLL_REDUCE_SCATTER:
+            send = !send_in_place && any(a.recvcounts);
+            recv = a.recvcounts != nullptr && a.recvcounts[g.rank] != 0;
+            break;
+        case WEFT_COLL_EXSCAN:
+            send = !send_in_place && some;
+            recv = g.rank != 0 && some;  // not significant on the first member (MPI)
+            break;
+        default:  // allreduce, allgather, alltoall, reduce_scatter_block, scan
+            send = !send_in_place && some;
+            recv = some;
+            break;
+    }
+    if (send && a.sendbuf == nullptr) {
+        return "sendbuf";
+    }
+    return recv && a.recvbuf == nullptr ? "recvbuf" : nullptr;
+}
+
 /// Check the arguments and copy them (with the v arrays this member uses) into r.
 int take_args(request &r, const weft_coll_args &a)
 {
@@ -257,6 +321,10 @@ int take_args(request &r, const weft_coll_args &a)
     if (a.type == WEFT_COLL_ALLGATHERV && r.args.recvcounts[g.rank] != a.count && !send_in_place) {
         return bad("count differs from recvcounts[rank]");
     }
+    if (const char *which = null_buffer(g, r.args); which != nullptr) {
+        log("error", "%s: %s is NULL, and this member moves data through it", name, which);
+        return -WEFT_EINVAL;
+    }
     return 0;
 }
 
@@ -277,7 +345,7 @@ bool shm_args_ok(const group &g, const weft_coll_args &a, combine_fn &combine)
     if (rooted(a.type) && a.root >= g.size) {
         return false;
     }
-    if (a.count > SIZE_MAX / (std::size_t(g.size) + 1) / 64) {
+    if (a.count > SIZE_MAX / (std::size_t(g.size) + 1) / 64 || null_buffer(g, a) != nullptr) {
         return false;
     }
     if (a.recvbuf == WEFT_COLL_IN_PLACE && !(root && a.type == WEFT_COLL_SCATTER)) {

@@ -2078,6 +2078,53 @@ TEST(CollBadInput, refused_with_a_reason)
             x = a;
             x.flags = 1u << 7;
             refused(x, "unknown flag");
+            // NULL where this member moves data: refused (never a crash), by
+            // weft_coll_init and by weft_coll (whose stage checks first).
+            x = a;
+            x.sendbuf = nullptr;
+            refused(x, "allreduce from NULL");
+            WEFT_TCHECK_EQ(weft_coll(e.g, &x), -WEFT_EINVAL);
+            x = a;
+            x.recvbuf = nullptr;
+            refused(x, "allreduce into NULL");
+            WEFT_TCHECK_EQ(weft_coll(e.g, &x), -WEFT_EINVAL);
+            x = a;
+            x.type = WEFT_COLL_BCAST;
+            x.sendbuf = nullptr;
+            x.recvbuf = nullptr;
+            refused(x, "bcast into NULL");
+            WEFT_TCHECK_EQ(weft_coll(e.g, &x), -WEFT_EINVAL);
+            x.type = WEFT_COLL_ALLTOALLV;
+            const std::size_t counts[3] = {0, 1, 0};
+            const std::size_t displs[3] = {0, 0, 1};
+            x.sendcounts = counts;
+            x.sdispls = displs;
+            x.recvcounts = counts;
+            x.rdispls = displs;
+            x.sendbuf = buf.data();
+            refused(x, "alltoallv into NULL");
+            // ... but not where it is not used: a gather's recvbuf off the
+            // root, an exscan's on the first member, a count of 0.
+            auto taken = [&](weft_coll_args y, const char *what) {
+                weft_coll_request_t *q = nullptr;
+                WEFT_TCHECK_MSG(weft_coll_init(e.g, &y, &q) == 0, what);
+                WEFT_TCHECK_EQ(weft_coll_request_free(q), 0);
+            };
+            x = a;
+            x.type = WEFT_COLL_GATHER;
+            x.root = 2;
+            x.recvbuf = c.rank == 2 ? out.data() : nullptr;
+            taken(x, "gather with NULL recvbuf off the root");
+            x = a;
+            x.type = WEFT_COLL_EXSCAN;
+            x.recvbuf = c.rank == 0 ? nullptr : out.data();
+            taken(x, "exscan with NULL recvbuf on the first member");
+            x = a;
+            x.count = 0;
+            x.sendbuf = nullptr;
+            x.recvbuf = nullptr;
+            taken(x, "allreduce of 0 elements with NULL buffers");
+            WEFT_TCHECK_EQ(weft_coll(e.g, &x), 0);
             // A non-persistent request runs once.
             WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
             WEFT_TCHECK_EQ(weft_coll_start(r), 0);

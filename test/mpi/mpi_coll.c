@@ -463,6 +463,57 @@ static void test_loc(MPI_Comm comm)
     MPI_Op_free(&op);
 }
 
+/* MPI_BOTTOM with a datatype of absolute addresses (one contiguous block, so
+ * coll weft moves it as bytes from the datatype's lower bound): bcast,
+ * allgather from it, scatter into it. */
+static void test_bottom(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    enum { k = 7 };
+    int data[k];
+    int *all = calloc((size_t)size * k, sizeof(int));
+    MPI_Aint addr;
+    CHECK_MPI(MPI_Get_address(data, &addr));
+    const int len = k;
+    MPI_Datatype abs;
+    CHECK_MPI(MPI_Type_create_hindexed(1, &len, &addr, MPI_INT, &abs));
+    CHECK_MPI(MPI_Type_commit(&abs));
+    for (int root = 0; root < size; ++root) {
+        for (int j = 0; j < k; ++j) {
+            data[j] = rank == root ? 31 * root + j : -1;
+        }
+        CHECK_MPI(MPI_Bcast(MPI_BOTTOM, 1, abs, root, comm));
+        for (int j = 0; j < k; ++j) {
+            CHECK(data[j] == 31 * root + j, "bcast from MPI_BOTTOM, root %d: [%d] = %d", root, j,
+                  data[j]);
+        }
+    }
+    for (int j = 0; j < k; ++j) {
+        data[j] = 100 * rank + j;
+    }
+    CHECK_MPI(MPI_Allgather(MPI_BOTTOM, 1, abs, all, k, MPI_INT, comm));
+    for (int r = 0; r < size; ++r) {
+        for (int j = 0; j < k; ++j) {
+            CHECK(all[r * k + j] == 100 * r + j, "allgather from MPI_BOTTOM: [%d][%d] = %d", r, j,
+                  all[r * k + j]);
+        }
+    }
+    /* scatter into MPI_BOTTOM: block r of the root's plain buffer to rank r */
+    for (int r = 0; r < size; ++r) {
+        for (int j = 0; j < k; ++j) {
+            all[r * k + j] = rank == 0 ? 7 * r + j : -1;
+        }
+    }
+    CHECK_MPI(MPI_Scatter(all, k, MPI_INT, MPI_BOTTOM, 1, abs, 0, comm));
+    for (int j = 0; j < k; ++j) {
+        CHECK(data[j] == 7 * rank + j, "scatter into MPI_BOTTOM: [%d] = %d", j, data[j]);
+    }
+    MPI_Type_free(&abs);
+    free(all);
+}
+
 static void run_all(MPI_Comm comm, const char *name)
 {
     char title[128];
@@ -490,6 +541,9 @@ static void run_all(MPI_Comm comm, const char *name)
     snprintf(title, sizeof(title), "strided datatypes against contiguous ones (%s)", name);
     test_section(title);
     test_derived(comm);
+    snprintf(title, sizeof(title), "MPI_BOTTOM with absolute addresses (%s)", name);
+    test_section(title);
+    test_bottom(comm);
 }
 
 int main(int argc, char **argv)
