@@ -5,7 +5,7 @@
 #
 # Every program runs with `--mca pml cm --mca mtl weft` and the component path
 # pointing at the build tree's .libs, on 2 and 4 ranks; then mpi_p2p,
-# mpi_many, mpi_thread and mpi_coll again with `--mca pml weft`. A run passes
+# mpi_many, mpi_thread, mpi_coll and mpi_spawn again with `--mca pml weft`. A run passes
 # when it exits 0, prints "PASS <program>", and every rank printed the
 # selection line of the component under test (--mca mtl_weft_verbose 1, or
 # pml_weft_verbose 1): it was really used.
@@ -30,7 +30,7 @@ if [ ! -f "$so" ]; then
     echo "SKIP: $so not built (configure found no Open MPI headers?)"
     exit 77
 fi
-for p in mpi_p2p mpi_many mpi_coll mpi_thread mpi_osc; do
+for p in mpi_p2p mpi_many mpi_coll mpi_thread mpi_osc mpi_spawn; do
     if [ ! -x "$build/test/mpi/$p" ]; then
         echo "FAIL: $build/test/mpi/$p not built (make check builds it)"
         exit 1
@@ -77,11 +77,12 @@ run() {
     local name=$1 np=$2
     shift 2
     local args=("${base_args[@]}" "${sel_args[@]}")
-    if [ "$np" -gt "$cores" ]; then
+    local procs=$((np * ${sel_times:-1})) # with mpi_spawn's children
+    if [ "$procs" -gt "$cores" ]; then
         args+=(--oversubscribe)
     fi
     local limit=${WEFT_MPI_RUN_TIMEOUT:-300}
-    if [ "$np" -gt "$cores" ]; then
+    if [ "$procs" -gt "$cores" ]; then
         limit=$((limit * 2))
     fi
     local t0=$SECONDS
@@ -95,8 +96,8 @@ run() {
         [ "$rc" -eq 124 ] && why="timed out after $limit s (WEFT_MPI_RUN_TIMEOUT)"
     elif ! grep -q "^PASS $name" "$log"; then
         why="no PASS line"
-    elif [ "$selected" -ne "$np" ]; then
-        why="$sel_what was selected on $selected of $np ranks"
+    elif [ "$selected" -ne "$((np * ${sel_times:-1}))" ]; then
+        why="$sel_what was selected on $selected of $((np * ${sel_times:-1})) ranks"
     fi
     if [ -n "$why" ]; then
         echo "FAIL: $name, $np ranks${*:+ $*} [$sel_what] ($why); output:"
@@ -116,6 +117,13 @@ for np in 2 4; do
     run mpi_coll "$np"
     run mpi_thread "$np"
 done
+# Dynamic processes: mpi_spawn's children (as many as the job's ranks) select
+# the component too.
+sel_times=2
+for np in 2 4; do
+    run mpi_spawn "$np"
+done
+sel_times=1
 
 # coll weft (built beside the MTL, so the runs above use it too): it must
 # claim every intracommunicator of mpi_coll (world, self, the split, the dup,
@@ -239,6 +247,7 @@ if [ -f "$build/.libs/mca_pml_weft.so" ]; then
         run mpi_thread "$np"
         run mpi_coll "$np"
         run mpi_coll "$np" --mca coll ^weft
+        sel_times=2 run mpi_spawn "$np"
     done
     # One-sided over pml weft: osc weft chosen by its priority, no osc named
     # (every rank must print its window lines), and Open MPI's own (rdma, sm).
