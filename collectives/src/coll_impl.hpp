@@ -310,7 +310,10 @@ bool shm_count_decides(const group &g, const weft_coll_args &a);
 /// member says it goes there and with how many bytes. A member on a form of
 /// the stage (its count differs) or with another count fails the call on
 /// every member that sees it, before any data moves: never a wait for ever.
-int shm_agree(group &g, const weft_coll_args &a);
+/// `refuse`: this member refused the call (its arguments); the round tells
+/// the others, who fail too instead of waiting for it. Returns 0 or the
+/// call's error (with `refuse`, -WEFT_EINVAL).
+int shm_agree(group &g, const weft_coll_args &a, bool refuse = false);
 /// Make the group's shared-memory stage with `prm.slot`-byte slots if every
 /// member maps every other's region (two more out-of-band exchanges, on every
 /// member); single-copy calls if every member's endpoint reads with RMA too.

@@ -151,11 +151,14 @@ const char *null_buffer(const group &g, const weft_coll_args &a)
             break;
         case WEFT_COLL_REDUCE_SCATTER:
             send = !send_in_place && any(a.recvcounts);
-            recv = a.recvcounts != nullptr && a.recvcounts[g.rank] != 0;
+            // In place the recvbuf holds the whole input.
+            recv = send_in_place ? any(a.recvcounts)
+                                 : a.recvcounts != nullptr && a.recvcounts[g.rank] != 0;
             break;
         case WEFT_COLL_EXSCAN:
             send = !send_in_place && some;
-            recv = g.rank != 0 && some;  // not significant on the first member (MPI)
+            // Not significant on the first member (MPI), unless it is the input.
+            recv = (g.rank != 0 || send_in_place) && some;
             break;
         default:  // allreduce, allgather, alltoall, reduce_scatter_block, scan
             send = !send_in_place && some;
@@ -1112,6 +1115,7 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
     }
     // On a node's shared-memory stage (or a node / leaders group): checked
     // once, then the first form that takes the call.
+    bool agreed = false;  // the stage's round before the message path ran
     if ((g->shm != nullptr || g->node != nullptr) && enums_in_range(*args)) {
         combine_fn combine = nullptr;
         if (shm_args_ok(*g, *args, combine)) {
@@ -1138,6 +1142,7 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
             }
             if (shm_count_decides(*g, *args)) {
                 // Another member's count may have put it on the stage.
+                agreed = true;
                 const int rc = shm_agree(*g, *args);
                 if (rc != 0) {
                     return rc;
@@ -1180,6 +1185,12 @@ int weft_coll(weft_coll_group_t *g, const struct weft_coll_args *args)
         weft_coll_request_t *fresh = nullptr;
         const int rc = weft_coll_init(g, args, &fresh);
         if (rc != 0) {
+            // Refused here (logged): members whose arguments were good wait
+            // on the stage for this one, or agree first; tell them.
+            if (!agreed && g->shm != nullptr && enums_in_range(*args) &&
+                shm_count_decides(*g, *args)) {
+                (void)shm_agree(*g, *args, true);
+            }
             return rc;
         }
         if (g->ctx->cache_size == 0) {

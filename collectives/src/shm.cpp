@@ -39,10 +39,23 @@ constexpr std::size_t piece = 8 * 1024;
 /// Single copy: the collective whose part this member could not do (its
 /// failure is then every member's whose result it writes).
 constexpr std::size_t failed_off = 32;
+/// The collective a member last published for, one word per slot, stored
+/// before `ready` by every publication but a barrier's (which writes no slot
+/// and does not wait for the members to be done with it). `ready` >= s alone
+/// cannot tell a publication of s from one of s + 1 by a member that
+/// finished s without publishing (its count put it on another path); the
+/// stamp can: a member writes stamp s + 2 only once every member is done
+/// with s.
+constexpr std::size_t stamp_off(std::uint64_t s)
+{
+    return 40 + 8 * (s % 2);
+}
 /// In a published length word: the member took the message path for this
 /// collective, with the bytes in the low bits (shm_agree). Never a slot's
 /// length, so every form's length check fails on it.
 constexpr std::uint64_t on_messages = std::uint64_t(1) << 63;
+/// With on_messages: the member refused the call (its arguments).
+constexpr std::uint64_t refused = std::uint64_t(1) << 62;
 constexpr std::size_t done_off = 64;  // a cache line apart: different writers' reads
 constexpr std::size_t data_off = 128;
 
@@ -102,24 +115,16 @@ struct waiter {
     }
     /// Waits until member `region` published collective s (true) or finished
     /// it without publishing (false: it took another form; its count differs).
+    /// Not for a barrier's publication (no stamp).
     bool published(std::byte *region, std::uint64_t s)
     {
-        bool said = false;
+        // acquire (both): pairs with the member's release stores of ready
+        // and done, so its stamp store of s, if it made one, is visible.
         until([&] {
-            // acquire (all three): pairs with the member's release stores of
-            // ready and done; what it published is visible.
-            if (__atomic_load_n(word(region, ready_off), __ATOMIC_ACQUIRE) >= s) {
-                return said = true;
-            }
-            if (__atomic_load_n(word(region, done_off), __ATOMIC_ACQUIRE) < s) {
-                return false;
-            }
-            // It stores ready before done: having seen done, ready says
-            // whether it published (it may have done both since our first load).
-            said = __atomic_load_n(word(region, ready_off), __ATOMIC_ACQUIRE) >= s;
-            return true;
+            return __atomic_load_n(word(region, ready_off), __ATOMIC_ACQUIRE) >= s ||
+                   __atomic_load_n(word(region, done_off), __ATOMIC_ACQUIRE) >= s;
         });
-        return said;
+        return *word(region, stamp_off(s)) == s;
     }
     template <class Pred>
     void until(Pred done)
@@ -158,7 +163,11 @@ struct stage_call {
     {
         const std::uint64_t got = *word(region, len_off(s));
         if ((got & on_messages) != 0) {
-            if (status == 0) {
+            if (status == 0 && (got & refused) != 0) {
+                log("error", "%s: member %u refused this call (its arguments: see its log)",
+                    weft_coll_type_name(a.type), p);
+                status = -WEFT_EINVAL;
+            } else if (status == 0) {
                 const std::uint64_t theirs = got & ~on_messages;
                 log("error",
                     "%s: member %u took the message path with %llu bytes, this member the "
@@ -235,32 +244,47 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
             std::memcpy(data(me), src, len);
         }
         *word(st.peer[me], len_off(s)) = len;  // published by the release below
+        *word(st.peer[me], stamp_off(s)) = s;
         // release: the data above is visible to whoever sees ready == s.
         __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
     };
     auto check = [&](std::uint32_t p, std::size_t want) { return call.check(st.peer[p], p, want); };
     int &status = call.status;
     auto finish = [&] { call.finish(); };
+    // Member p finished collective s without publishing: its count put it
+    // on another path (an erroneous program). This call's error, not a wait.
+    auto missing = [&](std::uint32_t p) {
+        if (status == 0) {
+            log("error",
+                "%s: member %u finished this collective without publishing on the "
+                "shared-memory stage: its count differs from this member's",
+                weft_coll_type_name(a.type), p);
+            status = -WEFT_EINVAL;
+        }
+        return false;
+    };
+    // p published collective s (or finished it without: false).
+    auto ready = [&](std::uint32_t p) { return wait_for.published(st.peer[p], s) || missing(p); };
     // Wait until member p has published bytes [0, end) of this collective
     // (expecting `want` in all). False when p finished with fewer (check()
-    // has said so).
+    // has said so) or without publishing.
     auto upto = [&](std::uint32_t p, std::size_t end, std::size_t want) {
         const std::uint64_t tag = s & 0xffffffffu;
         bool complete = false;
         wait_for.until([&] {
-            // acquire (both): pairs with the publisher's release stores.
-            if (__atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s) {
+            // acquire (all): pairs with the publisher's release stores.
+            if (__atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s ||
+                __atomic_load_n(word(st.peer[p], done_off), __ATOMIC_ACQUIRE) >= s) {
                 return complete = true;
             }
             const std::uint64_t v = __atomic_load_n(word(st.peer[p], avail_off), __ATOMIC_ACQUIRE);
             return (v >> 32) == tag && (v & 0xffffffffu) >= end;
         });
-        return !complete || check(p, want) >= end;
+        return !complete || (ready(p) && check(p, want) >= end);
     };
     // Every piece of p's slot consumed: its length is checked once `ready`.
     auto settle_len = [&](std::uint32_t p, std::size_t want) {
-        wait_for(st.peer[p], ready_off, s);
-        return check(p, want);
+        return ready(p) ? check(p, want) : 0;
     };
     const void *in = a.sendbuf == WEFT_COLL_IN_PLACE ? a.recvbuf : a.sendbuf;
     auto *out = static_cast<std::byte *>(a.recvbuf);
@@ -351,8 +375,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
         case WEFT_COLL_ALLTOALL:
             publish(in, bytes * n, n);
             for (std::uint32_t p = 0; p < n; ++p) {
-                wait_for(st.peer[p], ready_off, s);
-                if (check(p, bytes * n) == bytes * n) {
+                if (ready(p) && check(p, bytes * n) == bytes * n) {
                     copy_bytes(out + p * blk, data(p) + me * bytes, bytes);
                 }
             }
@@ -364,11 +387,8 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
                     copy_bytes(a.recvbuf, static_cast<const std::byte *>(a.sendbuf) + me * bytes,
                                bytes);
                 }
-            } else {
-                wait_for(st.peer[a.root], ready_off, s);
-                if (check(a.root, bytes * n) == bytes * n) {
-                    copy_bytes(a.recvbuf, data(a.root) + me * bytes, bytes);
-                }
+            } else if (ready(a.root) && check(a.root, bytes * n) == bytes * n) {
+                copy_bytes(a.recvbuf, data(a.root) + me * bytes, bytes);
             }
             break;
         default:
@@ -398,7 +418,7 @@ bool shm_count_decides(const group &g, const weft_coll_args &a)
            (a.flags & ~WEFT_COLL_SYMMETRIC) == 0 && published(a, g.size) != SIZE_MAX;
 }
 
-int shm_agree(group &g, const weft_coll_args &a)
+int shm_agree(group &g, const weft_coll_args &a, bool refuse)
 {
     shm_state &st = *g.shm;
     const std::uint32_t n = g.size;
@@ -406,6 +426,7 @@ int shm_agree(group &g, const weft_coll_args &a)
     stage_call call{a, ++st.seq, st.peer[me]};
     const std::uint64_t s = call.s;
     const std::uint64_t bytes = published(a, n);
+    const std::uint64_t mine = on_messages | (refuse ? refused : bytes);
     const char *name = weft_coll_type_name(a.type);
     waiter wait_for{*g.ctx};
     // Nobody still reads our length word of collective s - 2.
@@ -414,7 +435,8 @@ int shm_agree(group &g, const weft_coll_args &a)
             st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
         }
     }
-    *word(call.mine, len_off(s)) = on_messages | bytes;  // published by the release below
+    *word(call.mine, len_off(s)) = mine;  // published by the release below
+    *word(call.mine, stamp_off(s)) = s;
     // release: the length word is visible to whoever sees ready == s.
     __atomic_store_n(word(call.mine, ready_off), s, __ATOMIC_RELEASE);
     for (std::uint32_t p = 0; p < n; ++p) {
@@ -423,22 +445,27 @@ int shm_agree(group &g, const weft_coll_args &a)
         }
         const bool said = wait_for.published(st.peer[p], s);
         const std::uint64_t got = said ? *word(st.peer[p], len_off(s)) : 0;
-        if ((said && got == (on_messages | bytes)) || call.status != 0) {
+        if ((said && got == mine && !refuse) || call.status != 0) {
             continue;
         }
         const std::uint64_t theirs = got & ~on_messages;
-        if (!said) {
+        if (refuse) {
+            // Our own refusal is the error (logged by the caller); the round
+            // only tells the others.
+        } else if (!said) {
             log("error",
                 "%s: member %u finished this collective on the shared-memory stage, this member "
                 "took the message path with %llu bytes: counts differ",
                 name, p, static_cast<unsigned long long>(bytes));
+        } else if ((got & (on_messages | refused)) == (on_messages | refused)) {
+            log("error", "%s: member %u refused this call (its arguments: see its log)", name, p);
         } else {
             log("error",
                 "%s: member %u took %s with %llu bytes, this member the message path with %llu",
                 name, p, (got & on_messages) != 0 ? "the message path" : "the shared-memory stage",
                 static_cast<unsigned long long>(theirs), static_cast<unsigned long long>(bytes));
         }
-        call.status = said && theirs > bytes ? -WEFT_ETRUNC : -WEFT_EINVAL;
+        call.status = said && (got & refused) == 0 && theirs > bytes ? -WEFT_ETRUNC : -WEFT_EINVAL;
     }
     call.finish();
     return call.status;
@@ -658,6 +685,7 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
     };
     auto ready = [&](std::size_t len) {
         *word(mine, len_off(s)) = len;  // published by the release below
+        *word(mine, stamp_off(s)) = s;
         // release: our stores into the members' buffers and the length are visible.
         __atomic_store_n(word(mine, ready_off), s, __ATOMIC_RELEASE);
     };
@@ -1008,6 +1036,7 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
         d->mode = mode;
     }
     *word(st.peer[me], len_off(s)) = total;  // published by the release below
+    *word(st.peer[me], stamp_off(s)) = s;
     // release: the descriptions above are visible to whoever sees ready == s.
     __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
 
