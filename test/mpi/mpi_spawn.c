@@ -42,8 +42,8 @@ static void exercise(MPI_Comm comm, const char *what)
             int from = -1;
             MPI_Status st;
             CHECK_MPI(MPI_Recv(&from, 1, MPI_INT, MPI_ANY_SOURCE, 9, comm, &st));
-            CHECK(from == st.MPI_SOURCE && from > 0 && from < size, "%s: fan-in from %d (%d)",
-                  what, from, st.MPI_SOURCE);
+            CHECK(from == st.MPI_SOURCE && from > 0 && from < size, "%s: fan-in from %d (%d)", what,
+                  from, st.MPI_SOURCE);
             seen |= 1L << from;
         }
         CHECK(seen == ((1L << size) - 2), "%s: fan-in saw %lx", what, seen);

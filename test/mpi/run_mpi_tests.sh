@@ -118,10 +118,19 @@ for np in 2 4; do
     run mpi_thread "$np"
 done
 # Dynamic processes: mpi_spawn's children (as many as the job's ranks) select
-# the component too.
+# the component too. Not over verbs: spawned processes fail the verbs
+# handshake among themselves in the Soft-RoCE VM (docs/mpi.md, "Limits").
+spawn_ok=1
+case ",${WEFT_TRANSPORTS:-}," in
+    *,verbs,*)
+        spawn_ok=0
+        echo "skip: mpi_spawn with WEFT_TRANSPORTS=$WEFT_TRANSPORTS: spawned processes over verbs" \
+            "are a known gap (docs/mpi.md, Limits)"
+        ;;
+esac
 sel_times=2
 for np in 2 4; do
-    run mpi_spawn "$np"
+    [ "$spawn_ok" = 1 ] && run mpi_spawn "$np"
 done
 sel_times=1
 
@@ -247,7 +256,7 @@ if [ -f "$build/.libs/mca_pml_weft.so" ]; then
         run mpi_thread "$np"
         run mpi_coll "$np"
         run mpi_coll "$np" --mca coll ^weft
-        sel_times=2 run mpi_spawn "$np"
+        [ "$spawn_ok" = 1 ] && sel_times=2 run mpi_spawn "$np"
     done
     # One-sided over pml weft: osc weft chosen by its priority, no osc named
     # (every rank must print its window lines), and Open MPI's own (rdma, sm).
