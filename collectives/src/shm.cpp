@@ -39,16 +39,22 @@ constexpr std::size_t piece = 8 * 1024;
 /// Single copy: the collective whose part this member could not do (its
 /// failure is then every member's whose result it writes).
 constexpr std::size_t failed_off = 32;
-/// The collective a member last published for, one word per slot, stored
-/// before `ready` by every publication but a barrier's (which writes no slot
-/// and does not wait for the members to be done with it). `ready` >= s alone
-/// cannot tell a publication of s from one of s + 1 by a member that
-/// finished s without publishing (its count put it on another path); the
-/// stamp can: a member writes stamp s + 2 only once every member is done
-/// with s.
-constexpr std::size_t stamp_off(std::uint64_t s)
+/// The published length word also holds a stamp: the collective it was
+/// published for (its low 14 bits, in bits 48-61), stored by every
+/// publication but a barrier's (which writes no slot and does not wait for
+/// the members to be done with it). `ready` >= s alone cannot tell a
+/// publication of s from one of s + 1 by a member that finished s without
+/// publishing (its count put it on another path); the stamp can: a member
+/// writes the word of s + 2 only once every member is done with s. In the
+/// length word, not a word of its own: one store fewer on the line readers
+/// spin on (a separate stamp cost a 2-rank allgather below 1 KiB 15-35%).
+constexpr unsigned stamp_shift = 48;
+constexpr std::uint64_t stamp_bits = std::uint64_t(0x3fff) << stamp_shift;
+/// Lengths are below 2^48 (shm_takes_direct sends larger calls elsewhere).
+constexpr std::uint64_t len_bits = (std::uint64_t(1) << stamp_shift) - 1;
+constexpr std::uint64_t stamped(std::uint64_t len, std::uint64_t s)
 {
-    return 40 + 8 * (s % 2);
+    return len | (s << stamp_shift & stamp_bits);
 }
 /// In a published length word: the member took the message path for this
 /// collective, with the bytes in the low bits (shm_agree). Never a slot's
@@ -113,21 +119,38 @@ struct waiter {
         until([&] { return (v = __atomic_load_n(word(region, off), __ATOMIC_ACQUIRE)) >= want; });
         return v;
     }
+    /// Whether member `region` finished collective s (acquire: pairs with its
+    /// release store of done).
+    static bool finished(std::byte *region, std::uint64_t s)
+    {
+        return __atomic_load_n(word(region, done_off), __ATOMIC_ACQUIRE) >= s;
+    }
+    /// Waits until member `region` has `ready` >= s or `done` >= s: it
+    /// published collective s (or a later one), or finished s without
+    /// publishing (then its stamp says so: stage_call::check, published).
+    void ready_or_done(std::byte *region, std::uint64_t s)
+    {
+        // acquire (both): pairs with the member's release stores of ready
+        // and done, so its length word of s, if it stored one, is visible.
+        // `done` only with the progress calls (until's `gone`): a spin that
+        // also counted and loaded it cost a 2-rank allgather below 1 KiB
+        // 11-17% (paired launches).
+        (void)until([&] { return __atomic_load_n(word(region, ready_off), __ATOMIC_ACQUIRE) >= s; },
+                    region, s);
+    }
     /// Waits until member `region` published collective s (true) or finished
     /// it without publishing (false: it took another form; its count differs).
     /// Not for a barrier's publication (no stamp).
     bool published(std::byte *region, std::uint64_t s)
     {
-        // acquire (both): pairs with the member's release stores of ready
-        // and done, so its stamp store of s, if it made one, is visible.
-        until([&] {
-            return __atomic_load_n(word(region, ready_off), __ATOMIC_ACQUIRE) >= s ||
-                   __atomic_load_n(word(region, done_off), __ATOMIC_ACQUIRE) >= s;
-        });
-        return *word(region, stamp_off(s)) == s;
+        ready_or_done(region, s);
+        return (*word(region, len_off(s)) & stamp_bits) == (s << stamp_shift & stamp_bits);
     }
+    /// Polls until `done`; false instead when `gone` (a member's region) has
+    /// finished collective `gone_s` meanwhile (checked with the progress
+    /// calls: a spin that loads more than its flag was measured slower).
     template <class Pred>
-    void until(Pred done)
+    bool until(Pred done, std::byte *gone = nullptr, std::uint64_t gone_s = 0)
     {
         while (!done()) {
             // Our endpoint's traffic and the caller's must move meanwhile: a
@@ -138,12 +161,16 @@ struct waiter {
                 if (c.wait_hook != nullptr) {
                     c.wait_hook(c.wait_arg);
                 }
+                if (gone != nullptr && finished(gone, gone_s) && !done()) {
+                    return false;
+                }
             }
             if (++spins > c.spins_before_yield) {
                 spins = 0;
                 sched_yield();
             }
         }
+        return true;
     }
 };
 
@@ -161,7 +188,19 @@ struct stage_call {
     /// both agree on.
     std::size_t check(std::byte *region, std::uint32_t p, std::size_t want)
     {
-        const std::uint64_t got = *word(region, len_off(s));
+        const std::uint64_t raw = *word(region, len_off(s));
+        if ((raw & stamp_bits) != (s << stamp_shift & stamp_bits)) [[unlikely]] {
+            // No publication of s: p finished it on another path.
+            if (status == 0) {
+                log("error",
+                    "%s: member %u finished this collective without publishing on the "
+                    "shared-memory stage: its count differs from this member's",
+                    weft_coll_type_name(a.type), p);
+                status = -WEFT_EINVAL;
+            }
+            return 0;
+        }
+        const std::uint64_t got = raw & ~stamp_bits;
         if ((got & on_messages) != 0) {
             if (status == 0 && (got & refused) != 0) {
                 log("error", "%s: member %u refused this call (its arguments: see its log)",
@@ -243,48 +282,40 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
         } else if (len != 0) {
             std::memcpy(data(me), src, len);
         }
-        *word(st.peer[me], len_off(s)) = len;  // published by the release below
-        *word(st.peer[me], stamp_off(s)) = s;
+        *word(st.peer[me], len_off(s)) = stamped(len, s);  // published by the release below
         // release: the data above is visible to whoever sees ready == s.
         __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
     };
     auto check = [&](std::uint32_t p, std::size_t want) { return call.check(st.peer[p], p, want); };
     int &status = call.status;
     auto finish = [&] { call.finish(); };
-    // Member p finished collective s without publishing: its count put it
-    // on another path (an erroneous program). This call's error, not a wait.
-    auto missing = [&](std::uint32_t p) {
-        if (status == 0) {
-            log("error",
-                "%s: member %u finished this collective without publishing on the "
-                "shared-memory stage: its count differs from this member's",
-                weft_coll_type_name(a.type), p);
-            status = -WEFT_EINVAL;
-        }
-        return false;
-    };
-    // p published collective s (or finished it without: false).
-    auto ready = [&](std::uint32_t p) { return wait_for.published(st.peer[p], s) || missing(p); };
+    // p published collective s, or finished it without (its count put it on
+    // another path: check() says so, the call's error, not a wait).
+    auto ready = [&](std::uint32_t p) { wait_for.ready_or_done(st.peer[p], s); };
     // Wait until member p has published bytes [0, end) of this collective
-    // (expecting `want` in all). False when p finished with fewer (check()
-    // has said so) or without publishing.
+    // (expecting `want` in all). False when p finished with fewer or without
+    // publishing (check() has said so).
     auto upto = [&](std::uint32_t p, std::size_t end, std::size_t want) {
         const std::uint64_t tag = s & 0xffffffffu;
         bool complete = false;
-        wait_for.until([&] {
-            // acquire (all): pairs with the publisher's release stores.
-            if (__atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s ||
-                __atomic_load_n(word(st.peer[p], done_off), __ATOMIC_ACQUIRE) >= s) {
-                return complete = true;
-            }
-            const std::uint64_t v = __atomic_load_n(word(st.peer[p], avail_off), __ATOMIC_ACQUIRE);
-            return (v >> 32) == tag && (v & 0xffffffffu) >= end;
-        });
-        return !complete || (ready(p) && check(p, want) >= end);
+        const bool waited = wait_for.until(
+            [&] {
+                // acquire (both): pairs with the publisher's release stores.
+                if (__atomic_load_n(word(st.peer[p], ready_off), __ATOMIC_ACQUIRE) >= s) {
+                    return complete = true;
+                }
+                const std::uint64_t v =
+                    __atomic_load_n(word(st.peer[p], avail_off), __ATOMIC_ACQUIRE);
+                return (v >> 32) == tag && (v & 0xffffffffu) >= end;
+            },
+            st.peer[p], s);
+        complete = complete || !waited;  // p finished s: check() says how
+        return !complete || check(p, want) >= end;
     };
     // Every piece of p's slot consumed: its length is checked once `ready`.
     auto settle_len = [&](std::uint32_t p, std::size_t want) {
-        return ready(p) ? check(p, want) : 0;
+        ready(p);
+        return check(p, want);
     };
     const void *in = a.sendbuf == WEFT_COLL_IN_PLACE ? a.recvbuf : a.sendbuf;
     auto *out = static_cast<std::byte *>(a.recvbuf);
@@ -375,7 +406,8 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
         case WEFT_COLL_ALLTOALL:
             publish(in, bytes * n, n);
             for (std::uint32_t p = 0; p < n; ++p) {
-                if (ready(p) && check(p, bytes * n) == bytes * n) {
+                ready(p);
+                if (check(p, bytes * n) == bytes * n) {
                     copy_bytes(out + p * blk, data(p) + me * bytes, bytes);
                 }
             }
@@ -387,8 +419,11 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
                     copy_bytes(a.recvbuf, static_cast<const std::byte *>(a.sendbuf) + me * bytes,
                                bytes);
                 }
-            } else if (ready(a.root) && check(a.root, bytes * n) == bytes * n) {
-                copy_bytes(a.recvbuf, data(a.root) + me * bytes, bytes);
+            } else {
+                ready(a.root);
+                if (check(a.root, bytes * n) == bytes * n) {
+                    copy_bytes(a.recvbuf, data(a.root) + me * bytes, bytes);
+                }
             }
             break;
         default:
@@ -426,7 +461,8 @@ int shm_agree(group &g, const weft_coll_args &a, bool refuse)
     stage_call call{a, ++st.seq, st.peer[me]};
     const std::uint64_t s = call.s;
     const std::uint64_t bytes = published(a, n);
-    const std::uint64_t mine = on_messages | (refuse ? refused : bytes);
+    // Counts of 2^48 bytes and more compare by their low 48 bits.
+    const std::uint64_t mine = on_messages | (refuse ? refused : bytes & len_bits);
     const char *name = weft_coll_type_name(a.type);
     waiter wait_for{*g.ctx};
     // Nobody still reads our length word of collective s - 2.
@@ -435,8 +471,7 @@ int shm_agree(group &g, const weft_coll_args &a, bool refuse)
             st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
         }
     }
-    *word(call.mine, len_off(s)) = mine;  // published by the release below
-    *word(call.mine, stamp_off(s)) = s;
+    *word(call.mine, len_off(s)) = stamped(mine, s);  // published by the release below
     // release: the length word is visible to whoever sees ready == s.
     __atomic_store_n(word(call.mine, ready_off), s, __ATOMIC_RELEASE);
     for (std::uint32_t p = 0; p < n; ++p) {
@@ -444,7 +479,7 @@ int shm_agree(group &g, const weft_coll_args &a, bool refuse)
             continue;
         }
         const bool said = wait_for.published(st.peer[p], s);
-        const std::uint64_t got = said ? *word(st.peer[p], len_off(s)) : 0;
+        const std::uint64_t got = said ? *word(st.peer[p], len_off(s)) & ~stamp_bits : 0;
         if ((said && got == mine && !refuse) || call.status != 0) {
             continue;
         }
@@ -684,8 +719,7 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
         }
     };
     auto ready = [&](std::size_t len) {
-        *word(mine, len_off(s)) = len;  // published by the release below
-        *word(mine, stamp_off(s)) = s;
+        *word(mine, len_off(s)) = stamped(len, s);  // published by the release below
         // release: our stores into the members' buffers and the length are visible.
         __atomic_store_n(word(mine, ready_off), s, __ATOMIC_RELEASE);
     };
@@ -866,7 +900,8 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
     const shm_state *st = g.shm.get();
     if (st == nullptr || st->direct_min == SIZE_MAX || a.algorithm != WEFT_COLL_ALG_AUTO ||
         (a.flags & ~WEFT_COLL_SYMMETRIC) != 0 ||
-        a.count * size_of(raw(a.datatype)) < st->direct_min) {
+        a.count * size_of(raw(a.datatype)) < st->direct_min ||
+        a.count * size_of(raw(a.datatype)) >= len_bits / g.size) {  // a published length
         return false;
     }
     // In place, an alltoall's or allreduce's input would be overwritten while
@@ -1035,8 +1070,7 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
         d->key_len = std::uint32_t(klen);
         d->mode = mode;
     }
-    *word(st.peer[me], len_off(s)) = total;  // published by the release below
-    *word(st.peer[me], stamp_off(s)) = s;
+    *word(st.peer[me], len_off(s)) = stamped(total, s);  // published by the release below
     // release: the descriptions above are visible to whoever sees ready == s.
     __atomic_store_n(word(st.peer[me], ready_off), s, __ATOMIC_RELEASE);
 
