@@ -63,6 +63,11 @@ constexpr std::uint64_t on_messages = std::uint64_t(1) << 63;
 /// With on_messages: the member refused the call (its arguments).
 constexpr std::uint64_t refused = std::uint64_t(1) << 62;
 constexpr std::size_t done_off = 64;  // a cache line apart: different writers' reads
+/// The collective whose slot and length word collective s reuses (0: none).
+constexpr std::uint64_t prior_of(std::uint64_t s)
+{
+    return s > 2 ? s - 2 : 0;
+}
 constexpr std::size_t data_off = 128;
 
 inline std::uint64_t *word(std::byte *base, std::size_t off)
@@ -118,6 +123,19 @@ struct waiter {
         std::uint64_t v;
         until([&] { return (v = __atomic_load_n(word(region, off), __ATOMIC_ACQUIRE)) >= want; });
         return v;
+    }
+    /// Waits until every member but `me` is done with collective `upto`
+    /// (their `done`, cached in st.done_seen: usually no load). Before a
+    /// member overwrites its slot or length word of collective s it waits for
+    /// s - 2 (prior_of); before its buffers change, for the collective that
+    /// used them.
+    void all_done(shm_state &st, std::uint32_t n, std::uint32_t me, std::uint64_t upto)
+    {
+        for (std::uint32_t p = 0; p < n; ++p) {
+            if (p != me && st.done_seen[p] < upto) {
+                st.done_seen[p] = (*this)(st.peer[p], done_off, upto);
+            }
+        }
     }
     /// Whether member `region` finished collective s (acquire: pairs with its
     /// release store of done).
@@ -254,15 +272,7 @@ int shm_run(group &g, const weft_coll_args &a, combine_fn combine, std::size_t s
     auto data = [&](std::uint32_t p) { return st.peer[p] + data_off + (s % 2) * st.slot; };
     waiter wait_for{c};
     auto publish = [&](const void *src, std::size_t len, std::size_t blocks = 1) {
-        if (s > 2) {
-            for (std::uint32_t p = 0; p < n; ++p) {
-                // Nobody still reads slot s % 2. A member's `done` read at an
-                // earlier publish is usually far enough: no cache miss then.
-                if (st.done_seen[p] < s - 2) {
-                    st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
-                }
-            }
-        }
+        wait_for.all_done(st, n, me, prior_of(s));  // nobody still reads slot s % 2
         if (blocks > 1 && blk != bytes) {
             // n blocks `blk` apart in the caller's buffer, packed in the slot.
             for (std::size_t j = 0; j < blocks; ++j) {
@@ -465,12 +475,7 @@ int shm_agree(group &g, const weft_coll_args &a, bool refuse)
     const std::uint64_t mine = on_messages | (refuse ? refused : bytes & len_bits);
     const char *name = weft_coll_type_name(a.type);
     waiter wait_for{*g.ctx};
-    // Nobody still reads our length word of collective s - 2.
-    for (std::uint32_t p = 0; p < n && s > 2; ++p) {
-        if (st.done_seen[p] < s - 2) {
-            st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
-        }
-    }
+    wait_for.all_done(st, n, me, prior_of(s));        // nobody still reads our length word of s - 2
     *word(call.mine, len_off(s)) = stamped(mine, s);  // published by the release below
     // release: the length word is visible to whoever sees ready == s.
     __atomic_store_n(word(call.mine, ready_off), s, __ATOMIC_RELEASE);
@@ -711,13 +716,7 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
     const auto [buf, extent] = shared_buffer(g, a);
     const sym_ref ref = find_sym(st, buf, extent);
     // Every member done with collective `upto` (cached: usually no load).
-    auto settle = [&](std::uint64_t upto) {
-        for (std::uint32_t p = 0; p < n; ++p) {
-            if (p != me && st.done_seen[p] < upto) {
-                st.done_seen[p] = wait_for(st.peer[p], done_off, upto);
-            }
-        }
-    };
+    auto settle = [&](std::uint64_t upto) { wait_for.all_done(st, n, me, upto); };
     auto ready = [&](std::size_t len) {
         *word(mine, len_off(s)) = stamped(len, s);  // published by the release below
         // release: our stores into the members' buffers and the length are visible.
@@ -730,7 +729,7 @@ int shm_run_symmetric(group &g, const weft_coll_args &a, combine_fn combine)
     // still reads our length word of collective s - 2) and >= the group's
     // last collective on the stage that touched buffers (pushes: every
     // member's buffer is free). A barrier in between touches none.
-    settle(std::max<std::uint64_t>(st.last_data, s >= 2 ? s - 2 : 0));
+    settle(std::max(st.last_data, prior_of(s)));
     st.last_data = s;
     switch (a.type) {
         case WEFT_COLL_BCAST: {
@@ -1039,12 +1038,7 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     // This member's result is partly written by others: their failures are ours.
     const bool written = (split && !root) || (parts && (root || all));
 
-    // Our slot s % 2 is free once every member is done with collective s - 2.
-    for (std::uint32_t p = 0; p < n && s > 2; ++p) {
-        if (st.done_seen[p] < s - 2) {
-            st.done_seen[p] = wait_for(st.peer[p], done_off, s - 2);
-        }
-    }
+    wait_for.all_done(st, n, me, prior_of(s));  // our slot s % 2 is free
     for (std::size_t k = 0; k < 2; ++k) {
         auto *d = reinterpret_cast<direct_desc *>(slot(me) + k * sizeof(direct_desc));
         const std::size_t len = k == 0 ? total : bytes;
@@ -1317,11 +1311,7 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
     call.finish();
     if (ex[0].used || ex[1].used || written) {
         // Nobody reads or writes our buffers any more once every member is done.
-        for (std::uint32_t p = 0; p < n; ++p) {
-            if (p != me && st.done_seen[p] < s) {
-                st.done_seen[p] = wait_for(st.peer[p], done_off, s);
-            }
-        }
+        wait_for.all_done(st, n, me, s);
         for (exposure &e : ex) {
             if (e.mr != nullptr) {
                 weft_mr_close(e.mr);

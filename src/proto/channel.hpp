@@ -489,11 +489,21 @@ class channel {
 
     [[nodiscard]] peer_state *credit_peer(unsigned tl, transport::src_id src)
     {
+        rx_source *rs = nullptr;  // looked up again only on the cold path
+        return credit_peer(tl, src, rs);
+    }
+    /// The same, and the sender's state in `rs` (one lookup when both are
+    /// known; nullptr with no peer).
+    [[nodiscard]] peer_state *credit_peer(unsigned tl, transport::src_id src, rx_source *&rs)
+    {
         auto &v = sources_[tl];
         if (src < v.size() && v[src].resolved && v[src].peer != nullptr) [[likely]] {
-            return v[src].peer;
+            rs = &v[src];
+            return rs->peer;
         }
-        return credit_peer_slow(tl, src);
+        peer_state *p = credit_peer_slow(tl, src);  // may grow sources_
+        rs = p != nullptr ? source(tl, src) : nullptr;
+        return p;
     }
     [[gnu::cold, gnu::noinline]] peer_state *credit_peer_slow(unsigned tl, transport::src_id src);
     [[gnu::cold, gnu::noinline]] rx_source *source_slow(unsigned tl, transport::src_id src);
@@ -585,22 +595,12 @@ void channel::upcall(void *arg, transport::src_id src, transport::am_word word, 
         ch->dispatch_slow(c->index, src, am, len, prefixed, returned);
         return;
     }
-    // The sender's state and the peer whose credits its messages use, with
-    // one lookup when both are known (credit_peer and source in one).
+    // The sender's state and the peer whose credits its messages use.
     rx_source *rs = nullptr;
-    peer_state *p = nullptr;
-    if (auto &v = ch->sources_[c->index]; src < v.size()) [[likely]] {
-        rs = &v[src];
-        p = rs->resolved ? rs->peer : nullptr;
-    }
+    peer_state *p = ch->credit_peer(c->index, src, rs);
     if (p == nullptr) [[unlikely]] {
-        p = ch->credit_peer_slow(c->index, src);  // may grow sources_
-        if (p == nullptr) {
-            ch->drop(c->index, src,
-                     "no flow-control state for the sender (refused, or no credits)");
-            return;
-        }
-        rs = ch->source(c->index, src);
+        ch->drop(c->index, src, "no flow-control state for the sender (refused, or no credits)");
+        return;
     }
     if (e.metered && p->cr.on_message_received(1, ch->pool_) != status::ok) [[unlikely]] {
         ch->overrun(c->index, src);
