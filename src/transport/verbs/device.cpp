@@ -79,10 +79,12 @@ constexpr base::config_field config_fields[] = {
                                    "auto|256|512|1024|2048|4096"),
     base::make_field<&config::connect_timeout>(
         "CONNECT_TIMEOUT", base::config_type::time_us, "10s",
-        "a connection handshake that gets no answer for this long fails the peer"),
+        "a connection handshake that gets no answer from the peer's connection agent for this "
+        "long fails the peer (a busy peer's agent answers; silence means dead or unreachable)"),
     base::make_field<&config::connect_retry>(
         "CONNECT_RETRY", base::config_type::time_us, "100ms",
-        "first resend of an unanswered handshake request (doubles, at most 1 s)"),
+        "first resend of an unanswered handshake request or unconfirmed reply (doubles, at "
+        "most 1 s)"),
     base::make_field<&config::keepalive>(
         "KEEPALIVE", base::config_type::time_us, "1s",
         "send a probe on a connection idle for this long, so a dead peer is noticed; 0 = off"),

@@ -18,15 +18,23 @@
 // every posted receive.
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -61,11 +69,41 @@ struct mr_deleter {
 struct ah_deleter {
     void operator()(ibv_ah *a) const noexcept { (void)ibv_destroy_ah(a); }
 };
+struct channel_deleter {
+    void operator()(ibv_comp_channel *c) const noexcept { (void)ibv_destroy_comp_channel(c); }
+};
 using qp_ptr = std::unique_ptr<ibv_qp, qp_deleter>;
 using cq_ptr = std::unique_ptr<ibv_cq, cq_deleter>;
 using srq_ptr = std::unique_ptr<ibv_srq, srq_deleter>;
 using mr_ptr = std::unique_ptr<ibv_mr, mr_deleter>;
 using ah_ptr = std::unique_ptr<ibv_ah, ah_deleter>;
+using channel_ptr = std::unique_ptr<ibv_comp_channel, channel_deleter>;
+
+/// A file descriptor, closed with its owner.
+class fd_owner {
+  public:
+    fd_owner() = default;
+    explicit fd_owner(int fd) noexcept : fd_(fd) {}
+    fd_owner(const fd_owner &) = delete;
+    fd_owner &operator=(const fd_owner &) = delete;
+    ~fd_owner()
+    {
+        if (fd_ >= 0) {
+            (void)::close(fd_);
+        }
+    }
+    [[nodiscard]] int get() const noexcept { return fd_; }
+    void reset(int fd) noexcept
+    {
+        if (fd_ >= 0) {
+            (void)::close(fd_);
+        }
+        fd_ = fd;
+    }
+
+  private:
+    int fd_ = -1;
+};
 
 /// Page-aligned memory for registered slabs.
 struct slab {
@@ -194,25 +232,18 @@ struct rdma_op {
     std::uint32_t imm = 0;
 };
 
+/// A connection as the application's thread sees it. Its queue pair is null
+/// until the connection agent hands it over (docs/verbs.md "The connection agent").
 struct conn {
-    address peer;           ///< the peer's whole address
-    port_blob peer_port{};  ///< its port (route) as the address gives it
-    std::uint32_t peer_ud_qpn = 0;
+    address peer;  ///< the peer's whole address
     qp_ptr qp;
-    ah_ptr ah;  ///< route to the peer's UD queue pair (handshake)
     conn_state state = conn_state::requesting;
-    bool active = false;  ///< we requested (the requester sends the rtu)
+    bool active = false;  ///< we requested
     bool self = false;    ///< a loopback connection to our own endpoint
     bool reported = false;
-    std::uint32_t peer_conn = invalid_id;
     std::uint32_t remote_qpn = 0;
-    std::uint32_t local_psn = 0;
     std::uint32_t peer_rd_atomic = 1;
-    std::uint8_t peer_mtu = IBV_MTU_1024;
-    std::uint64_t deadline_us = 0;     ///< handshake gives up (requesting, accepted)
-    std::uint64_t next_resend_us = 0;  ///< requesting: resend the req
-    std::uint64_t resend_us = 0;       ///< current resend interval
-    std::uint64_t last_tx_us = 0;      ///< keepalive: last send
+    std::uint64_t last_tx_us = 0;  ///< keepalive: last send
     // Send queue (see the file comment).
     std::vector<tx_rec> ring;
     std::uint32_t ring_mask = 0;
@@ -220,6 +251,40 @@ struct conn {
     std::uint32_t sq_tail = 0;  ///< oldest request not yet retired
     std::uint32_t unsignaled = 0;
     std::vector<std::uint32_t> pending_ops;  ///< rdma ops with pieces not yet posted
+};
+
+/// A connection as the connection agent sees it: the handshake. Index = the
+/// connection's index in conns_. Guarded by the iface's cm_mutex_.
+struct hs_rec {
+    address peer;      ///< the peer's whole address
+    port_blob port{};  ///< its port (route) as the address gives it
+    std::uint32_t ud_qpn = 0;
+    ah_ptr ah;  ///< route to the peer's UD queue pair
+    qp_ptr qp;  ///< ours until handed over (then null; qpn stays)
+    std::uint32_t qpn = 0;
+    std::uint32_t local_psn = 0;
+    conn_state state = conn_state::requesting;
+    bool active = false;  ///< we requested (the requester sends the rtu)
+    bool self = false;
+    std::uint32_t peer_conn = invalid_id;
+    std::uint32_t remote_qpn = 0;
+    std::uint32_t peer_rd_atomic = 1;
+    std::uint64_t deadline_us = 0;     ///< handshake gives up (requesting, accepted)
+    std::uint64_t next_resend_us = 0;  ///< resend the req (requesting) or the rep (accepted)
+    std::uint64_t resend_us = 0;       ///< current resend interval
+};
+
+/// What the agent tells the application's thread about a connection.
+struct cm_event {
+    std::uint32_t ci = 0;
+    conn_state to = conn_state::failed;  ///< accepted, ready or failed
+    qp_ptr qp;  ///< the hand-over (first accepted or ready event): connected queue pair
+    address peer;
+    std::uint32_t remote_qpn = 0;
+    std::uint32_t peer_rd_atomic = 1;
+    bool active = false;
+    bool self = false;
+    const char *reason = nullptr;  ///< failed
 };
 
 /// Identity of a remote endpoint: host, process, endpoint and handshake queue pair.
@@ -341,6 +406,7 @@ class verbs_iface final : public iface {
     ~verbs_iface() override;
 
     [[nodiscard]] status init();
+    [[nodiscard]] status start_agent();
 
     [[nodiscard]] const attributes &attr() const noexcept override { return attr_; }
     [[nodiscard]] status pack_address(address_builder &b) override;
@@ -397,7 +463,7 @@ class verbs_iface final : public iface {
                bounce_free_.size() < bounce_low_;
     }
     [[nodiscard]] status post_rc(std::uint32_t c, ibv_send_wr &wr, tx_rec rec, bool force_signal);
-    [[gnu::cold, gnu::noinline]] status not_ready(std::uint32_t c) const noexcept;
+    [[gnu::cold, gnu::noinline]] status not_ready(std::uint32_t c);
     [[nodiscard]] status send_ctl(std::uint32_t c, ctl code);
     void post_ops(std::uint32_t c);
 
@@ -411,20 +477,31 @@ class verbs_iface final : public iface {
     void op_finished(std::uint32_t op, status st);
     void release_op(std::uint32_t op);
 
-    // Connection management.
-    [[nodiscard]] status create_qp(conn &c);
-    [[nodiscard]] status connect_qp(std::uint32_t c, std::uint32_t remote_qpn,
-                                    std::uint32_t remote_psn, std::uint8_t mtu,
-                                    std::uint32_t rd_atomic);
-    [[nodiscard]] status make_ah(conn &c);
-    [[nodiscard]] std::uint32_t new_conn(const address &peer, const port_blob &port,
-                                         std::uint32_t ud_qpn);
+    // Connections, the application's side: ask the agent, adopt what it hands over.
+    void wake_agent() noexcept;
+    void take_events();
+    void fail_conn(std::uint32_t c, status why, const char *reason, int level_warn);
+    void tick();
+
+    // Connections, the agent's side (its thread, cm_mutex_ held).
+    void agent_main();
+    void agent_start(std::uint32_t c);
+    void agent_tick(std::uint64_t now);
+    [[nodiscard]] int agent_wait_ms(std::uint64_t now) const noexcept;
+    void agent_fail(std::uint32_t c, const char *reason);
+    void hand_over(std::uint32_t c, conn_state to);
+    void arm_timers(hs_rec &h, std::uint64_t now) noexcept;
+    [[nodiscard]] status create_qp(hs_rec &h);
+    [[nodiscard]] status connect_qp(hs_rec &h, std::uint32_t remote_qpn, std::uint32_t remote_psn,
+                                    std::uint8_t mtu, std::uint32_t rd_atomic);
+    [[nodiscard]] status make_ah(hs_rec &h);
+    [[nodiscard]] std::uint32_t new_hs(const address &peer, const port_blob &port,
+                                       std::uint32_t ud_qpn);
     [[nodiscard]] status send_cm(std::uint32_t c, cm_type type);
     void on_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp);
     void on_req(const cm_msg &m, const address &src, const port_blob &port, std::uint32_t ud_qpn);
     void on_rep(const cm_msg &m, const address &src);
-    void fail_conn(std::uint32_t c, status why, const char *reason, int level_warn);
-    void tick();
+    void on_rtu(const cm_msg &m, const address &src);
     void post_ud_recv(std::uint32_t index);
     [[nodiscard]] std::uint32_t rx_capacity_limit() const noexcept;
 
@@ -471,9 +548,9 @@ class verbs_iface final : public iface {
     slab ud_slab_;
     slab amo_slab_;  ///< registered 8-byte slots where atomics' old values land
     std::vector<std::uint32_t> amo_free_;
+    channel_ptr chan_;  ///< the agent sleeps on it: UD completions
+    cq_ptr ud_cq_;      ///< the UD queue pair's completions (the agent's)
     qp_ptr ud_qp_;
-    std::vector<std::uint32_t> ud_send_free_;
-    std::unordered_map<peer_key, std::uint32_t, peer_key_hash> conn_by_key_;
     std::vector<rdma_op> ops_pool_;
     std::vector<std::uint32_t> ops_free_;
     std::unordered_map<std::uint32_t, base::rcache::region *> exposed_;  ///< rkey -> region
@@ -484,13 +561,30 @@ class verbs_iface final : public iface {
         status st;
     };
     std::vector<done> done_due_;              ///< op completions not yet reported
-    std::vector<std::uint32_t> handshaking_;  ///< connections with a handshake timer
     std::vector<std::uint32_t> ops_waiting_;  ///< connections with rdma ops not yet posted
     std::vector<std::uint32_t> ops_retry_;    ///< tick()'s copy of ops_waiting_ (capacity kept)
     std::uint64_t next_keepalive_scan_us_ = 0;
     bool closing_ = false;
-    bool in_progress_ = false;
+    std::vector<cm_event> cm_taken_;  ///< take_events()'s copy of cm_events_ (capacity kept)
+
+    // The connection agent (docs/verbs.md "The connection agent"): a thread that
+    // answers the handshake whether or not the application calls progress.
+    // Shared with it, under cm_mutex_: everything down to stats_ (the agent
+    // writes only its handshake counters there). Declared after the queue
+    // pairs' CQ and SRQ: the queue pairs held here are destroyed first.
+    mutable std::mutex cm_mutex_;
+    std::vector<hs_rec> hs_;  ///< by connection index
+    std::unordered_map<peer_key, std::uint32_t, peer_key_hash> conn_by_key_;
+    std::vector<std::uint32_t> cm_cmds_;       ///< application to agent: connections to start
+    std::vector<cm_event> cm_events_;          ///< agent to application
+    std::vector<std::uint32_t> handshaking_;   ///< agent: connections with a handshake timer
+    std::vector<std::uint32_t> ud_send_free_;  ///< agent: free UD send slots
     struct stats stats_ {};
+    std::atomic<bool> cm_pending_{false};  ///< cm_events_ has something (a hint)
+    std::atomic<bool> agent_stop_{false};
+    fd_owner wake_fd_;  ///< eventfd: commands and stop
+    pthread_t agent_{};
+    bool agent_running_ = false;
 };
 
 // ------------------------------------------------------------------ set-up
@@ -553,7 +647,7 @@ status verbs_iface::init()
     const std::uint32_t rx_limit = rx_capacity_limit();
     const auto rx_initial = static_cast<std::uint32_t>(
         std::clamp<std::uint64_t>(cfg_.rx_queue, 16, std::max<std::uint32_t>(rx_limit, 16)));
-    const int cqe = static_cast<int>(rx_limit + tx_max_ + ud_recv_count + ud_send_count + 64);
+    const int cqe = static_cast<int>(rx_limit + tx_max_ + 64);
     cq_owner_.reset(ibv_create_cq(ctx, std::min(cqe, da.max_cqe), nullptr, nullptr, 0));
     if (cq_owner_ == nullptr) {
         WEFT_LOG(verbs, error, "%s: ibv_create_cq(%d) failed: %s", dev_->name().c_str(), cqe,
@@ -611,9 +705,24 @@ status verbs_iface::init()
         st != status::ok) {
         return st;
     }
+    // Its completions go to a queue of their own, which the agent sleeps on.
+    chan_.reset(ibv_create_comp_channel(ctx));
+    if (chan_ == nullptr ||
+        ::fcntl(chan_->fd, F_SETFL, ::fcntl(chan_->fd, F_GETFL) | O_NONBLOCK) != 0) {
+        WEFT_LOG(verbs, error, "%s: cannot create a completion channel: %s", dev_->name().c_str(),
+                 std::strerror(errno));
+        return status::no_device;
+    }
+    ud_cq_.reset(ibv_create_cq(ctx, static_cast<int>(ud_recv_count + ud_send_count), nullptr,
+                               chan_.get(), 0));
+    if (ud_cq_ == nullptr) {
+        WEFT_LOG(verbs, error, "%s: cannot create the handshake's CQ: %s", dev_->name().c_str(),
+                 std::strerror(errno));
+        return status::no_memory;
+    }
     ibv_qp_init_attr ua{};
-    ua.send_cq = cq_;
-    ua.recv_cq = cq_;
+    ua.send_cq = ud_cq_.get();
+    ua.recv_cq = ud_cq_.get();
     ua.cap.max_send_wr = ud_send_count;
     ua.cap.max_recv_wr = ud_recv_count;
     ua.cap.max_send_sge = 1;
@@ -693,6 +802,9 @@ status verbs_iface::init()
         my_addr_ = b.get();
     }
     my_ud_qpn_ = ud_qp_->qp_num;
+    if (const status st = start_agent(); st != status::ok) {
+        return st;
+    }
     WEFT_LOG(verbs, debug,
              "%s: endpoint %u open: UD QPN %u, inline %zu, seg %zu, %u receive buffers, "
              "CQ %d entries",
@@ -733,9 +845,44 @@ std::size_t verbs_iface::grow_rx(std::size_t n)
     return n;
 }
 
+status verbs_iface::start_agent()
+{
+    wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (wake_fd_.get() < 0) {
+        WEFT_LOG(verbs, error, "eventfd for the connection agent: %s", std::strerror(errno));
+        return status::no_device;
+    }
+    // The agent inherits this mask: the application's signals are never
+    // delivered to it (a handler might not expect a foreign thread).
+    sigset_t all;
+    sigset_t old;
+    sigfillset(&all);
+    (void)pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int rc = pthread_create(
+        &agent_, nullptr,
+        [](void *self) -> void * {
+            static_cast<verbs_iface *>(self)->agent_main();
+            return nullptr;
+        },
+        this);
+    (void)pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (rc != 0) {
+        WEFT_LOG(verbs, error, "cannot start the connection agent: %s", std::strerror(rc));
+        return status::no_memory;
+    }
+    agent_running_ = true;
+    return status::ok;
+}
+
 verbs_iface::~verbs_iface()
 {
+    if (agent_running_) {
+        agent_stop_.store(true, std::memory_order_release);
+        wake_agent();
+        (void)pthread_join(agent_, nullptr);
+    }
     closing_ = true;  // no upcalls: the layer above is gone
+    take_events();    // connections the agent accepted are told we close, as the others
     // Tell connected peers we are closing, so they fail our operations at once
     // instead of after their keepalive times out; wait (bounded) until the
     // messages left, since destroying a queue pair drops what it has not sent.
@@ -771,6 +918,7 @@ verbs_iface::~verbs_iface()
         }
     }
     conns_.clear();  // queue pairs before the SRQ and CQ (member order does the rest)
+    hs_.clear();
 }
 
 // ------------------------------------------------------------------ addresses
@@ -818,11 +966,11 @@ ibv_qp_init_attr verbs_iface::rc_qp_attr(std::size_t inline_size) const
     return qa;
 }
 
-status verbs_iface::create_qp(conn &c)
+status verbs_iface::create_qp(hs_rec &h)
 {
     ibv_qp_init_attr qa = rc_qp_attr(inline_);
-    c.qp.reset(ibv_create_qp(dev_->pd(), &qa));
-    if (c.qp == nullptr) {
+    h.qp.reset(ibv_create_qp(dev_->pd(), &qa));
+    if (h.qp == nullptr) {
         WEFT_LOG(verbs, error, "%s: ibv_create_qp failed: %s", dev_->name().c_str(),
                  std::strerror(errno));
         return status::no_memory;
@@ -832,26 +980,20 @@ status verbs_iface::create_qp(conn &c)
     a.pkey_index = 0;
     a.port_num = dev_->port();
     a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
-    if (ibv_modify_qp(c.qp.get(), &a,
+    if (ibv_modify_qp(h.qp.get(), &a,
                       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
         WEFT_LOG(verbs, error, "RC queue pair to INIT: %s", std::strerror(errno));
-        c.qp.reset();
+        h.qp.reset();
         return status::no_device;
     }
-    std::uint32_t ring = 1;
-    while (ring < tx_queue_) {
-        ring <<= 1;
-    }
-    c.ring.assign(ring, tx_rec{});
-    c.ring_mask = ring - 1;
-    c.local_psn = random_psn();
+    h.qpn = h.qp->qp_num;
+    h.local_psn = random_psn();
     return status::ok;
 }
 
-status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn, std::uint32_t remote_psn,
+status verbs_iface::connect_qp(hs_rec &h, std::uint32_t remote_qpn, std::uint32_t remote_psn,
                                std::uint8_t mtu, std::uint32_t rd_atomic)
 {
-    conn &c = conns_[ci];
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = std::min(mtu_, static_cast<ibv_mtu>(std::clamp<int>(mtu, 1, 5)));
@@ -862,13 +1004,13 @@ status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn, std::
     a.ah_attr.port_num = dev_->port();
     if (dev_->ethernet()) {
         a.ah_attr.is_global = 1;
-        std::memcpy(a.ah_attr.grh.dgid.raw, c.peer_port.gid, 16);
+        std::memcpy(a.ah_attr.grh.dgid.raw, h.port.gid, 16);
         a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(dev_->gid_index());
         a.ah_attr.grh.hop_limit = 64;
     } else {
-        a.ah_attr.dlid = c.peer_port.lid;
+        a.ah_attr.dlid = h.port.lid;
     }
-    if (ibv_modify_qp(c.qp.get(), &a,
+    if (ibv_modify_qp(h.qp.get(), &a,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
         WEFT_LOG(verbs, error, "RC queue pair to RTR (peer QPN %u): %s", remote_qpn,
@@ -880,58 +1022,57 @@ status verbs_iface::connect_qp(std::uint32_t ci, std::uint32_t remote_qpn, std::
     a.timeout = static_cast<std::uint8_t>(std::clamp<std::uint64_t>(cfg_.timeout, 1, 31));
     a.retry_cnt = static_cast<std::uint8_t>(std::min<std::uint64_t>(cfg_.retry_count, 7));
     a.rnr_retry = static_cast<std::uint8_t>(std::min<std::uint64_t>(cfg_.rnr_retry, 7));
-    a.sq_psn = c.local_psn;
+    a.sq_psn = h.local_psn;
     a.max_rd_atomic =
         static_cast<std::uint8_t>(std::max<std::uint32_t>(1, std::min(rd_atomic_init_, rd_atomic)));
-    if (ibv_modify_qp(c.qp.get(), &a,
+    if (ibv_modify_qp(h.qp.get(), &a,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
         WEFT_LOG(verbs, error, "RC queue pair to RTS: %s", std::strerror(errno));
         return status::no_device;
     }
-    c.remote_qpn = remote_qpn;
-    c.peer_rd_atomic = rd_atomic;
-    by_qpn_.insert(c.qp->qp_num, ci);
+    h.remote_qpn = remote_qpn;
+    h.peer_rd_atomic = rd_atomic;
     return status::ok;
 }
 
-status verbs_iface::make_ah(conn &c)
+status verbs_iface::make_ah(hs_rec &h)
 {
-    if (c.ah != nullptr) {
+    if (h.ah != nullptr) {
         return status::ok;
     }
     ibv_ah_attr a{};
     a.port_num = dev_->port();
     if (dev_->ethernet()) {
         a.is_global = 1;
-        std::memcpy(a.grh.dgid.raw, c.peer_port.gid, 16);
+        std::memcpy(a.grh.dgid.raw, h.port.gid, 16);
         a.grh.sgid_index = static_cast<std::uint8_t>(dev_->gid_index());
         a.grh.hop_limit = 64;
     } else {
-        a.dlid = c.peer_port.lid;
+        a.dlid = h.port.lid;
     }
-    c.ah.reset(ibv_create_ah(dev_->pd(), &a));
-    if (c.ah == nullptr) {
-        WEFT_LOG(verbs, warn, "cannot create an address handle for peer pid %u: %s", c.peer.pid(),
+    h.ah.reset(ibv_create_ah(dev_->pd(), &a));
+    if (h.ah == nullptr) {
+        WEFT_LOG(verbs, warn, "cannot create an address handle for peer pid %u: %s", h.peer.pid(),
                  std::strerror(errno));
         return status::unreachable;
     }
     return status::ok;
 }
 
-std::uint32_t verbs_iface::new_conn(const address &peer, const port_blob &port,
-                                    std::uint32_t ud_qpn)
+std::uint32_t verbs_iface::new_hs(const address &peer, const port_blob &port, std::uint32_t ud_qpn)
 {
-    const auto ci = static_cast<std::uint32_t>(conns_.size());
-    conns_.emplace_back();
-    conn &c = conns_.back();
-    c.peer = peer;
-    c.peer_port = port;
-    c.peer_ud_qpn = ud_qpn;
-    c.last_tx_us = now_cache_us_;
+    const auto ci = static_cast<std::uint32_t>(hs_.size());
+    hs_.emplace_back();
+    hs_rec &h = hs_.back();
+    h.peer = peer;
+    h.port = port;
+    h.ud_qpn = ud_qpn;
     conn_by_key_[key_of(peer.id(), ud_qpn)] = ci;
     return ci;
 }
+
+// ------------------------------------------------------------------ connections: application side
 
 status verbs_iface::connect(const address &peer, conn_id &out)
 {
@@ -940,221 +1081,85 @@ status verbs_iface::connect(const address &peer, conn_id &out)
     if (!verbs_blob(peer, dev_->ethernet(), port, ud_qpn)) {
         return status::unreachable;
     }
-    const peer_key k = key_of(peer.id(), ud_qpn);
-    if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
-        out = it->second;
-        return conns_[it->second].state == conn_state::failed ? status::unreachable : status::ok;
+    std::uint32_t ci = invalid_id;
+    bool failed = false;
+    bool started = false;
+    {
+        std::lock_guard g(cm_mutex_);
+        const peer_key k = key_of(peer.id(), ud_qpn);
+        if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
+            ci = it->second;  // ours, or one the agent accepted (adopted from its event)
+            failed = hs_[ci].state == conn_state::failed;
+        } else {
+            ci = new_hs(peer, port, ud_qpn);
+            hs_[ci].active = true;
+            cm_cmds_.push_back(ci);
+            ++stats_.connects_started;
+            started = true;
+        }
     }
-    const std::uint32_t ci = new_conn(peer, port, ud_qpn);
-    if (const status st = create_qp(conns_[ci]); st != status::ok) {
-        conns_[ci].state = conn_state::failed;
-        conns_[ci].reported = true;  // nothing to report: it never existed for the peer
-        return st;
+    if (ci >= conns_.size()) {
+        conns_.resize(ci + 1);
+    }
+    if (conns_[ci].qp == nullptr && conns_[ci].state == conn_state::requesting) {
+        conns_[ci].peer = peer;  // until the agent hands the queue pair over
     }
     out = ci;
-    if (k == key_of(my_addr_.id(), my_ud_qpn_)) {
-        // A loopback connection: the queue pair is connected to itself.
-        conn &c = conns_[ci];
-        c.self = true;
-        c.active = true;
-        if (const status st = connect_qp(ci, c.qp->qp_num, c.local_psn, mtu_, rd_atomic_resp_);
-            st != status::ok) {
-            c.state = conn_state::failed;
-            c.reported = true;
-            return st;
+    if (started) {
+        wake_agent();
+    }
+    return failed ? status::unreachable : status::ok;
+}
+
+void verbs_iface::wake_agent() noexcept
+{
+    const std::uint64_t one = 1;
+    (void)!::write(wake_fd_.get(), &one, sizeof(one));
+}
+
+void verbs_iface::take_events()
+{
+    {
+        std::lock_guard g(cm_mutex_);
+        cm_pending_.store(false, std::memory_order_relaxed);  // under the lock: no event lost
+        cm_taken_.swap(cm_events_);
+    }
+    for (cm_event &e : cm_taken_) {
+        if (e.ci >= conns_.size()) {
+            conns_.resize(e.ci + 1);
         }
-        c.state = conn_state::ready;
-        return status::ok;
-    }
-    conn &c = conns_[ci];
-    c.active = true;
-    c.state = conn_state::requesting;
-    now_cache_us_ = now_us();
-    c.deadline_us = now_cache_us_ + cfg_.connect_timeout;
-    c.resend_us = std::max<std::uint64_t>(1000, cfg_.connect_retry);
-    c.next_resend_us = now_cache_us_ + c.resend_us;
-    handshaking_.push_back(ci);
-    ++stats_.connects_started;
-    if (send_cm(ci, cm_type::req) != status::ok) {
-        c.next_resend_us = now_cache_us_;  // the timer sends it
-    }
-    WEFT_LOG(verbs, debug, "connecting to pid %u endpoint %u (conn %u, QPN %u)", peer.pid(),
-             peer.ep_id(), ci, c.qp->qp_num);
-    return status::ok;
-}
-
-status verbs_iface::send_cm(std::uint32_t ci, cm_type type)
-{
-    conn &c = conns_[ci];
-    if (make_ah(c) != status::ok) {
-        return status::unreachable;
-    }
-    if (ud_send_free_.empty()) {
-        return status::again;
-    }
-    const std::uint32_t slot = ud_send_free_.back();
-    ud_send_free_.pop_back();
-    auto *buf = static_cast<std::uint8_t *>(ud_slab_.base) + std::size_t{slot} * ud_slot;
-    cm_msg m{};
-    m.magic = cm_magic;
-    m.version = cm_version;
-    m.type = static_cast<std::uint8_t>(type);
-    m.mtu = static_cast<std::uint8_t>(mtu_);
-    m.src_conn = ci;
-    m.dst_conn = type == cm_type::rep ? c.peer_conn : invalid_id;
-    m.qpn = c.qp->qp_num;
-    m.psn = c.local_psn;
-    m.rd_atomic = rd_atomic_resp_;
-    m.dst_ud_qpn = c.peer_ud_qpn;
-    m.dst_node_id = c.peer.node_id();
-    m.dst_pid = c.peer.pid();
-    m.dst_ep_id = c.peer.ep_id();
-    m.src_len = static_cast<std::uint16_t>(my_addr_.size());
-    std::memcpy(buf, &m, sizeof(m));
-    std::memcpy(buf + sizeof(m), my_addr_.data(), my_addr_.size());
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf),
-                static_cast<std::uint32_t>(sizeof(m) + my_addr_.size()), ud_slab_.mr->lkey};
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id(wr_kind::ud_send, slot);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.ud.ah = c.ah.get();
-    wr.wr.ud.remote_qpn = c.peer_ud_qpn;
-    wr.wr.ud.remote_qkey = cm_qkey;
-    ibv_send_wr *bad = nullptr;
-    if (ibv_post_send(ud_qp_.get(), &wr, &bad) != 0) {
-        ud_send_free_.push_back(slot);
-        return status::again;
-    }
-    return status::ok;
-}
-
-void verbs_iface::post_ud_recv(std::uint32_t index)
-{
-    auto *buf = static_cast<std::uint8_t *>(ud_slab_.base) + std::size_t{index} * ud_slot;
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), static_cast<std::uint32_t>(ud_slot),
-                ud_slab_.mr->lkey};
-    ibv_recv_wr wr{};
-    wr.wr_id = wr_id(wr_kind::ud_recv, index);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr *bad = nullptr;
-    if (ibv_post_recv(ud_qp_.get(), &wr, &bad) != 0) {
-        WEFT_LOG(verbs, warn, "cannot repost a handshake receive: %s", std::strerror(errno));
-    }
-}
-
-void verbs_iface::on_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp)
-{
-    // Untrusted: anything on the fabric may send to our UD queue pair (wire.hpp).
-    const cm_self me{node_id_, pid_, ep_id_, my_ud_qpn_, dev_->ethernet()};
-    cm_parsed p;
-    if (!parse_cm(buf, len, src_qp, me, p)) {
-        ++stats_.handshake_dropped;
-        WEFT_LOG(verbs, debug, "dropped a malformed or stale handshake message (UD QPN %u)",
-                 src_qp);
-        return;
-    }
-    if (p.m.type == static_cast<std::uint8_t>(cm_type::req)) {
-        on_req(p.m, p.src, p.port, p.ud_qpn);
-    } else {
-        on_rep(p.m, p.src);
-    }
-}
-
-void verbs_iface::on_req(const cm_msg &m, const address &src, const port_blob &port,
-                         std::uint32_t ud_qpn)
-{
-    const peer_key k = key_of(src.id(), ud_qpn);
-    std::uint32_t ci = invalid_id;
-    if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
-        ci = it->second;
-        conn &c = conns_[ci];
-        switch (c.state) {
-            case conn_state::requesting:
-                // Both sides asked at once. The request of the smaller identity wins:
-                // the other side drops its own attempt and answers with the queue
-                // pair it had created, so exactly one pair of queue pairs results.
-                if (!key_less(k, key_of(my_addr_.id(), my_ud_qpn_))) {
-                    return;  // ours wins; the peer will answer it
-                }
-                ++stats_.connects_crossed;
-                break;  // accept with the queue pair we already have
-            case conn_state::accepted:
-            case conn_state::ready:
-                if (m.qpn == c.remote_qpn && !c.active) {
-                    (void)send_cm(ci, cm_type::rep);  // our rep was lost: again
-                } else if (m.qpn != c.remote_qpn) {
-                    ++stats_.handshake_dropped;
-                }
-                return;
-            case conn_state::failed:
-                ++stats_.handshake_dropped;
-                return;
+        conn &c = conns_[e.ci];
+        if (e.to == conn_state::failed) {
+            fail_conn(e.ci, status::unreachable, e.reason, 1);
+            continue;
         }
-    } else {
-        ci = new_conn(src, port, ud_qpn);
-        if (create_qp(conns_[ci]) != status::ok) {
-            conns_[ci].state = conn_state::failed;
-            conns_[ci].reported = true;
-            return;
+        if (c.state == conn_state::failed) {
+            continue;  // failed here meanwhile (the agent was told)
         }
-        ++stats_.connects_accepted;
-    }
-    conn &c = conns_[ci];
-    c.active = false;
-    c.peer_conn = m.src_conn;
-    if (connect_qp(ci, m.qpn, m.psn, m.mtu, m.rd_atomic) != status::ok) {
-        fail_conn(ci, status::unreachable, "cannot connect the queue pair", 1);
-        return;
-    }
-    conns_[ci].state = conn_state::accepted;
-    // The requester may not be ready to receive until it has our answer: we
-    // send only after its first message (the rtu) arrives.
-    now_cache_us_ = now_us();
-    conns_[ci].deadline_us = now_cache_us_ + cfg_.connect_timeout;
-    if (std::find(handshaking_.begin(), handshaking_.end(), ci) == handshaking_.end()) {
-        handshaking_.push_back(ci);
-    }
-    (void)send_cm(ci, cm_type::rep);  // a lost rep: the requester asks again
-    WEFT_LOG(verbs, debug, "accepted a connection from pid %u endpoint %u (conn %u)", src.pid(),
-             src.ep_id(), ci);
-}
-
-void verbs_iface::on_rep(const cm_msg &m, const address &src)
-{
-    if (m.dst_conn >= conns_.size()) {
-        ++stats_.handshake_dropped;
-        return;
-    }
-    const std::uint32_t ci = m.dst_conn;
-    conn &c = conns_[ci];
-    if (c.peer.id() != src.id()) {
-        ++stats_.handshake_dropped;
-        return;
-    }
-    if (c.state != conn_state::requesting) {
-        if (m.qpn != c.remote_qpn) {
-            ++stats_.handshake_dropped;
+        if (e.qp != nullptr) {  // the hand-over: the queue pair is connected
+            c.qp = std::move(e.qp);
+            c.peer = e.peer;
+            c.remote_qpn = e.remote_qpn;
+            c.peer_rd_atomic = e.peer_rd_atomic;
+            c.active = e.active;
+            c.self = e.self;
+            std::uint32_t ring = 1;
+            while (ring < tx_queue_) {
+                ring <<= 1;
+            }
+            c.ring.assign(ring, tx_rec{});
+            c.ring_mask = ring - 1;
+            c.last_tx_us = now_cache_us_;
+            by_qpn_.insert(c.qp->qp_num, e.ci);
         }
-        return;  // a duplicate answer
+        if (c.state != conn_state::ready) {
+            c.state = e.to;
+        }
+        if (c.state == conn_state::ready) {
+            post_ops(e.ci);  // one-sided operations started while connecting
+        }
     }
-    c.peer_conn = m.src_conn;
-    if (connect_qp(ci, m.qpn, m.psn, m.mtu, m.rd_atomic) != status::ok) {
-        fail_conn(ci, status::unreachable, "cannot connect the queue pair", 1);
-        return;
-    }
-    conns_[ci].state = conn_state::ready;
-    // Ready to receive and send: tell the responder it may send too.
-    if (send_ctl(ci, ctl::rtu) != status::ok) {
-        fail_conn(ci, status::unreachable, "cannot send the ready-to-use message", 1);
-        return;
-    }
-    post_ops(ci);  // one-sided operations started while connecting
-    WEFT_LOG(verbs, debug, "connected to pid %u endpoint %u (conn %u, QPN %u <-> %u)",
-             conns_[ci].peer.pid(), conns_[ci].peer.ep_id(), ci, conns_[ci].qp->qp_num, m.qpn);
+    cm_taken_.clear();
 }
 
 void verbs_iface::fail_conn(std::uint32_t ci, status why, const char *reason, int level_warn)
@@ -1165,6 +1170,10 @@ void verbs_iface::fail_conn(std::uint32_t ci, status why, const char *reason, in
     }
     c.state = conn_state::failed;
     ++stats_.conns_failed;
+    {
+        std::lock_guard g(cm_mutex_);  // the agent answers this peer no more
+        hs_[ci].state = conn_state::failed;
+    }
     if (!closing_) {
         if (level_warn != 0) {
             WEFT_LOG(verbs, warn, "connection to pid %u endpoint %u failed: %s", c.peer.pid(),
@@ -1203,31 +1212,8 @@ void verbs_iface::tick()
 {
     const std::uint64_t now = now_us();
     now_cache_us_ = now;
-    // Handshakes: resend unanswered requests, give up on the silent.
-    for (std::size_t i = 0; i < handshaking_.size();) {
-        const std::uint32_t ci = handshaking_[i];
-        conn &c = conns_[ci];
-        if (c.state != conn_state::requesting && c.state != conn_state::accepted) {
-            handshaking_[i] = handshaking_.back();
-            handshaking_.pop_back();
-            continue;
-        }
-        if (now >= c.deadline_us) {
-            fail_conn(ci, status::unreachable,
-                      c.state == conn_state::requesting
-                          ? "no answer to the connection request (CONNECT_TIMEOUT)"
-                          : "the requester never confirmed the connection (CONNECT_TIMEOUT)",
-                      1);
-            continue;  // removed on the next pass
-        }
-        if (c.state == conn_state::requesting && now >= c.next_resend_us) {
-            if (send_cm(ci, cm_type::req) == status::ok) {
-                ++stats_.handshake_resends;
-            }
-            conns_[ci].resend_us = std::min<std::uint64_t>(conns_[ci].resend_us * 2, 1000000);
-            conns_[ci].next_resend_us = now + conns_[ci].resend_us;
-        }
-        ++i;
+    if (cm_pending_.load(std::memory_order_acquire)) {
+        take_events();
     }
     // Keepalive: a probe on a connection idle for KEEPALIVE. A dead peer does
     // not acknowledge it, and the queue pair fails after its retries. The scan
@@ -1255,10 +1241,379 @@ void verbs_iface::tick()
     }
 }
 
+// ------------------------------------------------------------------ connections: the agent
+//
+// Everything below runs on the agent thread with cm_mutex_ held: the handshake
+// records (hs_), the UD queue pair and its completion queue are the agent's.
+// A queue pair is the agent's until its event hands it to the application
+// (requester: when connected; responder: when accepted); after that the agent
+// only reads its numbers.
+
+void verbs_iface::hand_over(std::uint32_t ci, conn_state to)
+{
+    hs_rec &h = hs_[ci];
+    cm_event e;
+    e.ci = ci;
+    e.to = to;
+    if (h.qp != nullptr) {
+        e.qp = std::move(h.qp);
+        e.peer = h.peer;
+        e.remote_qpn = h.remote_qpn;
+        e.peer_rd_atomic = h.peer_rd_atomic;
+        e.active = h.active;
+        e.self = h.self;
+    }
+    cm_events_.push_back(std::move(e));
+    cm_pending_.store(true, std::memory_order_release);
+}
+
+void verbs_iface::agent_fail(std::uint32_t ci, const char *reason)
+{
+    hs_[ci].state = conn_state::failed;
+    cm_event e;
+    e.ci = ci;
+    e.to = conn_state::failed;
+    e.reason = reason;
+    cm_events_.push_back(std::move(e));
+    cm_pending_.store(true, std::memory_order_release);
+}
+
+void verbs_iface::arm_timers(hs_rec &h, std::uint64_t now) noexcept
+{
+    h.deadline_us = now + cfg_.connect_timeout;
+    h.resend_us = std::max<std::uint64_t>(1000, cfg_.connect_retry);
+    h.next_resend_us = now + h.resend_us;
+}
+
+void verbs_iface::agent_start(std::uint32_t ci)
+{
+    hs_rec &h = hs_[ci];
+    if (h.state != conn_state::requesting || h.qp != nullptr) {
+        return;  // crossed with the peer's request meanwhile, or failed
+    }
+    if (create_qp(h) != status::ok) {
+        agent_fail(ci, "cannot create a queue pair");
+        return;
+    }
+    if (key_of(h.peer.id(), h.ud_qpn) == key_of(my_addr_.id(), my_ud_qpn_)) {
+        // A loopback connection: the queue pair is connected to itself.
+        h.self = true;
+        if (connect_qp(h, h.qpn, h.local_psn, mtu_, rd_atomic_resp_) != status::ok) {
+            agent_fail(ci, "cannot connect the queue pair to itself");
+            return;
+        }
+        h.state = conn_state::ready;
+        hand_over(ci, conn_state::ready);
+        return;
+    }
+    arm_timers(h, now_us());
+    handshaking_.push_back(ci);
+    if (send_cm(ci, cm_type::req) != status::ok) {
+        h.next_resend_us = 0;  // the timer sends it
+    }
+    WEFT_LOG(verbs, debug, "connecting to pid %u endpoint %u (conn %u, QPN %u)", h.peer.pid(),
+             h.peer.ep_id(), ci, h.qpn);
+}
+
+status verbs_iface::send_cm(std::uint32_t ci, cm_type type)
+{
+    hs_rec &h = hs_[ci];
+    if (make_ah(h) != status::ok) {
+        return status::unreachable;
+    }
+    if (ud_send_free_.empty()) {
+        return status::again;
+    }
+    const std::uint32_t slot = ud_send_free_.back();
+    ud_send_free_.pop_back();
+    auto *buf = static_cast<std::uint8_t *>(ud_slab_.base) + std::size_t{slot} * ud_slot;
+    cm_msg m{};
+    m.magic = cm_magic;
+    m.version = cm_version;
+    m.type = static_cast<std::uint8_t>(type);
+    m.mtu = static_cast<std::uint8_t>(mtu_);
+    m.src_conn = ci;
+    m.dst_conn = type == cm_type::req ? invalid_id : h.peer_conn;
+    m.qpn = h.qpn;
+    m.psn = h.local_psn;
+    m.rd_atomic = rd_atomic_resp_;
+    m.dst_ud_qpn = h.ud_qpn;
+    m.dst_node_id = h.peer.node_id();
+    m.dst_pid = h.peer.pid();
+    m.dst_ep_id = h.peer.ep_id();
+    m.src_len = static_cast<std::uint16_t>(my_addr_.size());
+    std::memcpy(buf, &m, sizeof(m));
+    std::memcpy(buf + sizeof(m), my_addr_.data(), my_addr_.size());
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf),
+                static_cast<std::uint32_t>(sizeof(m) + my_addr_.size()), ud_slab_.mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id(wr_kind::ud_send, slot);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = h.ah.get();
+    wr.wr.ud.remote_qpn = h.ud_qpn;
+    wr.wr.ud.remote_qkey = cm_qkey;
+    ibv_send_wr *bad = nullptr;
+    if (ibv_post_send(ud_qp_.get(), &wr, &bad) != 0) {
+        ud_send_free_.push_back(slot);
+        return status::again;
+    }
+    return status::ok;
+}
+
+void verbs_iface::post_ud_recv(std::uint32_t index)
+{
+    auto *buf = static_cast<std::uint8_t *>(ud_slab_.base) + std::size_t{index} * ud_slot;
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), static_cast<std::uint32_t>(ud_slot),
+                ud_slab_.mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id(wr_kind::ud_recv, index);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr *bad = nullptr;
+    if (ibv_post_recv(ud_qp_.get(), &wr, &bad) != 0) {
+        WEFT_LOG(verbs, warn, "cannot repost a handshake receive: %s", std::strerror(errno));
+    }
+}
+
+void verbs_iface::on_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp)
+{
+    // Untrusted: anything on the fabric may send to our UD queue pair (wire.hpp).
+    const cm_self me{node_id_, pid_, ep_id_, my_ud_qpn_, dev_->ethernet()};
+    cm_parsed p;
+    if (!parse_cm(buf, len, src_qp, me, p)) {
+        ++stats_.handshake_dropped;
+        WEFT_LOG(verbs, debug, "dropped a malformed or stale handshake message (UD QPN %u)",
+                 src_qp);
+        return;
+    }
+    switch (static_cast<cm_type>(p.m.type)) {
+        case cm_type::req:
+            on_req(p.m, p.src, p.port, p.ud_qpn);
+            return;
+        case cm_type::rep:
+            on_rep(p.m, p.src);
+            return;
+        case cm_type::rtu:
+            on_rtu(p.m, p.src);
+            return;
+    }
+}
+
+void verbs_iface::on_req(const cm_msg &m, const address &src, const port_blob &port,
+                         std::uint32_t ud_qpn)
+{
+    const peer_key k = key_of(src.id(), ud_qpn);
+    std::uint32_t ci = invalid_id;
+    if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
+        ci = it->second;
+        hs_rec &h = hs_[ci];
+        switch (h.state) {
+            case conn_state::requesting:
+                // Both sides asked at once. The request of the smaller identity wins:
+                // the other side drops its own attempt and answers with the queue
+                // pair it had already created, so exactly one pair of queue pairs results.
+                if (!key_less(k, key_of(my_addr_.id(), my_ud_qpn_))) {
+                    return;  // ours wins; the peer will answer it
+                }
+                if (h.qp == nullptr && create_qp(h) != status::ok) {  // not started yet
+                    agent_fail(ci, "cannot create a queue pair");
+                    return;
+                }
+                ++stats_.connects_crossed;
+                break;  // accept with the queue pair we already have
+            case conn_state::accepted:
+            case conn_state::ready:
+                if (m.qpn == h.remote_qpn && !h.active) {
+                    (void)send_cm(ci, cm_type::rep);  // our rep was lost: again
+                } else if (m.qpn != h.remote_qpn) {
+                    ++stats_.handshake_dropped;
+                }
+                return;
+            case conn_state::failed:
+                ++stats_.handshake_dropped;
+                return;
+        }
+    } else {
+        ci = new_hs(src, port, ud_qpn);
+        if (create_qp(hs_[ci]) != status::ok) {
+            hs_[ci].state = conn_state::failed;  // never seen above: nothing to report
+            return;
+        }
+        ++stats_.connects_accepted;
+    }
+    hs_rec &h = hs_[ci];
+    h.active = false;
+    h.peer_conn = m.src_conn;
+    if (connect_qp(h, m.qpn, m.psn, m.mtu, m.rd_atomic) != status::ok) {
+        agent_fail(ci, "cannot connect the queue pair");
+        return;
+    }
+    // The requester may not be ready to receive until it has our answer: we
+    // send only after its rtu (or its first RC message) arrives.
+    h.state = conn_state::accepted;
+    arm_timers(h, now_us());
+    if (std::find(handshaking_.begin(), handshaking_.end(), ci) == handshaking_.end()) {
+        handshaking_.push_back(ci);
+    }
+    // Hand over before answering: the requester may send as soon as it has the
+    // rep, and a message on a queue pair the application cannot find yet
+    // (no event pending) would be dropped.
+    hand_over(ci, conn_state::accepted);
+    (void)send_cm(ci, cm_type::rep);  // a lost rep: sent again by the timer, or on a repeated req
+    WEFT_LOG(verbs, debug, "accepted a connection from pid %u endpoint %u (conn %u)", src.pid(),
+             src.ep_id(), ci);
+}
+
+void verbs_iface::on_rep(const cm_msg &m, const address &src)
+{
+    if (m.dst_conn >= hs_.size() || hs_[m.dst_conn].peer.id() != src.id()) {
+        ++stats_.handshake_dropped;
+        return;
+    }
+    const std::uint32_t ci = m.dst_conn;
+    hs_rec &h = hs_[ci];
+    if (h.state != conn_state::requesting || !h.active || h.qp == nullptr) {
+        if (h.state == conn_state::ready && h.active && m.qpn == h.remote_qpn) {
+            (void)send_cm(ci, cm_type::rtu);  // our rtu was lost: again
+        } else if (m.qpn != h.remote_qpn) {
+            ++stats_.handshake_dropped;
+        }
+        return;
+    }
+    h.peer_conn = m.src_conn;
+    if (connect_qp(h, m.qpn, m.psn, m.mtu, m.rd_atomic) != status::ok) {
+        agent_fail(ci, "cannot connect the queue pair");
+        return;
+    }
+    h.state = conn_state::ready;
+    // Hand over first (as in on_req), then tell the responder it may send too.
+    hand_over(ci, conn_state::ready);
+    (void)send_cm(ci, cm_type::rtu);  // lost: the responder sends its rep again
+    WEFT_LOG(verbs, debug, "connected to pid %u endpoint %u (conn %u, QPN %u <-> %u)", h.peer.pid(),
+             h.peer.ep_id(), ci, h.qpn, m.qpn);
+}
+
+void verbs_iface::on_rtu(const cm_msg &m, const address &src)
+{
+    if (m.dst_conn >= hs_.size() || hs_[m.dst_conn].peer.id() != src.id() ||
+        m.qpn != hs_[m.dst_conn].remote_qpn || hs_[m.dst_conn].active) {
+        ++stats_.handshake_dropped;
+        return;
+    }
+    hs_rec &h = hs_[m.dst_conn];
+    if (h.state == conn_state::accepted) {
+        h.state = conn_state::ready;
+        hand_over(m.dst_conn, conn_state::ready);
+    }
+}
+
+void verbs_iface::agent_tick(std::uint64_t now)
+{
+    // Resend unanswered requests and unconfirmed replies; give up on the silent.
+    // Both sides answer from their agents, so silence means a dead or
+    // unreachable peer, not a busy one.
+    for (std::size_t i = 0; i < handshaking_.size();) {
+        const std::uint32_t ci = handshaking_[i];
+        hs_rec &h = hs_[ci];
+        if (h.state != conn_state::requesting && h.state != conn_state::accepted) {
+            handshaking_[i] = handshaking_.back();
+            handshaking_.pop_back();
+            continue;
+        }
+        if (now >= h.deadline_us) {
+            agent_fail(ci, h.state == conn_state::requesting
+                               ? "no answer to the connection request (CONNECT_TIMEOUT)"
+                               : "the requester never confirmed the connection (CONNECT_TIMEOUT)");
+            continue;  // removed on the next pass
+        }
+        if (now >= h.next_resend_us) {
+            if (send_cm(ci, h.state == conn_state::requesting ? cm_type::req : cm_type::rep) ==
+                status::ok) {
+                ++stats_.handshake_resends;
+            }
+            h.resend_us = std::min<std::uint64_t>(h.resend_us * 2, 1000000);
+            h.next_resend_us = now + h.resend_us;
+        }
+        ++i;
+    }
+}
+
+int verbs_iface::agent_wait_ms(std::uint64_t now) const noexcept
+{
+    std::uint64_t next = UINT64_MAX;
+    for (std::uint32_t ci : handshaking_) {
+        next = std::min({next, hs_[ci].deadline_us, hs_[ci].next_resend_us});
+    }
+    if (next == UINT64_MAX) {
+        return -1;  // nothing timed: sleep until a message or a command
+    }
+    return next <= now ? 0
+                       : static_cast<int>(std::min<std::uint64_t>((next - now + 999) / 1000, 1000));
+}
+
+void verbs_iface::agent_main()
+{
+    pollfd fds[2] = {{chan_->fd, POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
+    int wait_ms = 0;
+    while (!agent_stop_.load(std::memory_order_acquire)) {
+        if (::poll(fds, 2, wait_ms) < 0 && errno != EINTR) {
+            WEFT_LOG(verbs, error, "the connection agent's poll failed: %s", std::strerror(errno));
+            return;
+        }
+        if ((fds[1].revents & POLLIN) != 0) {
+            std::uint64_t n = 0;
+            (void)!::read(wake_fd_.get(), &n, sizeof(n));
+        }
+        ibv_cq *ev_cq = nullptr;
+        void *ev_ctx = nullptr;
+        while (ibv_get_cq_event(chan_.get(), &ev_cq, &ev_ctx) == 0) {
+            ibv_ack_cq_events(ev_cq, 1);
+        }
+        // Arm first, then drain: a completion after the drain raises the event.
+        (void)ibv_req_notify_cq(ud_cq_.get(), 0);
+        std::lock_guard g(cm_mutex_);
+        ibv_wc wc[16];
+        for (int n; (n = ibv_poll_cq(ud_cq_.get(), 16, wc)) > 0;) {
+            for (int i = 0; i < n; ++i) {
+                const ibv_wc &w = wc[i];
+                const auto idx = static_cast<std::uint32_t>(w.wr_id);
+                if (static_cast<wr_kind>(w.wr_id >> wr_kind_shift) == wr_kind::ud_send) {
+                    ud_send_free_.push_back(idx);
+                    continue;
+                }
+                if (idx >= ud_recv_count) {
+                    continue;
+                }
+                if (w.status == IBV_WC_SUCCESS) {
+                    on_cm(static_cast<const std::uint8_t *>(ud_slab_.base) +
+                              std::size_t{idx} * ud_slot,
+                          w.byte_len, w.src_qp);
+                }
+                if (w.status != IBV_WC_WR_FLUSH_ERR) {
+                    post_ud_recv(idx);
+                }
+            }
+        }
+        for (std::uint32_t ci : cm_cmds_) {
+            agent_start(ci);
+        }
+        cm_cmds_.clear();
+        const std::uint64_t now = now_us();
+        agent_tick(now);
+        wait_ms = agent_wait_ms(now);
+    }
+}
+
 // ------------------------------------------------------------------ send path
 
-status verbs_iface::not_ready(std::uint32_t ci) const noexcept
+status verbs_iface::not_ready(std::uint32_t ci)
 {
+    if (cm_pending_.load(std::memory_order_acquire)) {
+        take_events();  // the agent may have connected it: the next try goes
+    }
     return conns_[ci].state == conn_state::failed ? status::unreachable : status::again;
 }
 
@@ -1769,7 +2124,11 @@ void verbs_iface::on_recv(const ibv_wc &wc, std::uint32_t *repost_idx, unsigned 
         return;
     }
     repost_idx[nrepost++] = index;
-    const std::uint32_t ci = by_qpn_.find(wc.qp_num);
+    std::uint32_t ci = by_qpn_.find(wc.qp_num);
+    if (ci == invalid_id && cm_pending_.load(std::memory_order_acquire)) [[unlikely]] {
+        take_events();  // a queue pair the agent accepted, not yet adopted
+        ci = by_qpn_.find(wc.qp_num);
+    }
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
         if (ci != invalid_id && wc.status != IBV_WC_WR_FLUSH_ERR) {
             fail_conn(ci, status::unreachable, wc_status_text(wc.status), 1);
@@ -1784,7 +2143,13 @@ void verbs_iface::on_recv(const ibv_wc &wc, std::uint32_t *repost_idx, unsigned 
     if (c.state != conn_state::ready) [[unlikely]] {
         if (c.state == conn_state::accepted) {
             c.state = conn_state::ready;  // the requester sent: it is ready
-            post_ops(ci);                 // one-sided operations started while connecting
+            {
+                std::lock_guard g(cm_mutex_);  // the agent stops waiting for its rtu
+                if (hs_[ci].state == conn_state::accepted) {
+                    hs_[ci].state = conn_state::ready;
+                }
+            }
+            post_ops(ci);  // one-sided operations started while connecting
         } else if (c.state == conn_state::failed) {
             return;
         }
@@ -1875,23 +2240,9 @@ unsigned verbs_iface::progress(iface *tl)
             case wr_kind::rc_send:
                 v->on_send_done(w);
                 break;
-            case wr_kind::ud_recv: {
-                const auto idx = static_cast<std::uint32_t>(w.wr_id);
-                if (idx < ud_recv_count) {
-                    if (w.status == IBV_WC_SUCCESS) {
-                        v->on_cm(static_cast<const std::uint8_t *>(v->ud_slab_.base) +
-                                     std::size_t{idx} * ud_slot,
-                                 w.byte_len, w.src_qp);
-                    }
-                    if (w.status != IBV_WC_WR_FLUSH_ERR) {
-                        v->post_ud_recv(idx);
-                    }
-                }
-                break;
-            }
+            case wr_kind::ud_recv:
             case wr_kind::ud_send:
-                v->ud_send_free_.push_back(static_cast<std::uint32_t>(w.wr_id));
-                break;
+                break;  // the agent's queue, never this one
         }
     }
     v->repost(repost_idx, nrepost);
@@ -1909,7 +2260,11 @@ unsigned verbs_iface::progress(iface *tl)
 
 stats verbs_iface::counters() const noexcept
 {
-    stats s = stats_;
+    stats s{};
+    {
+        std::lock_guard g(cm_mutex_);
+        s = stats_;
+    }
     const base::rcache_stats rs = dev_->rcache().stats();
     s.rcache_hits = rs.hits;
     s.rcache_misses = rs.misses;

@@ -26,7 +26,7 @@ inline constexpr unsigned imm_ctl_shift = 16;
 
 /// Transport control codes (imm bits 16..23 with imm_ctl).
 enum class ctl : std::uint8_t {
-    rtu = 1,         ///< requester to responder: my queue pair is ready, you may send
+    rtu = 1,         ///< cm version 2's rtu; not sent since version 3 (a UD message)
     keepalive = 2,   ///< probe of an idle connection (dropped on receipt)
     disconnect = 3,  ///< the sender closes its endpoint: the connection is over
 };
@@ -55,8 +55,9 @@ inline constexpr std::size_t ep_blob_size = 3;
 // ------------------------------------------------------------------ UD handshake
 
 inline constexpr std::uint32_t cm_magic = 0x6d636677;  // "wfcm" little-endian
-/// 1: fixed 64-byte addresses; 2: the sender's whole address (request and reply), variable length.
-inline constexpr std::uint8_t cm_version = 2;
+/// 1: fixed 64-byte addresses; 2: the sender's whole address (request and reply),
+/// variable length; 3: the rtu is a UD message (type 3), answered by the agent.
+inline constexpr std::uint8_t cm_version = 3;
 /// Q_Key of every weft UD queue pair.
 inline constexpr std::uint32_t cm_qkey = 0x77656674;
 /// Bytes of the global route header that precedes every UD receive.
@@ -65,20 +66,22 @@ inline constexpr std::size_t grh_bytes = 40;
 enum class cm_type : std::uint8_t {
     req = 1,  ///< connect to me: here is my RC queue pair
     rep = 2,  ///< accepted: here is mine, yours is connected to it
+    rtu = 3,  ///< requester to responder: my queue pair is connected, you may send
 };
 
 /// The fixed part of a handshake message; the sender's whole endpoint address
 /// (src_len bytes, address.hpp) follows it in the same UD payload.
 struct cm_msg {
-    std::uint32_t magic;        ///< cm_magic
-    std::uint8_t version;       ///< cm_version
-    std::uint8_t type;          ///< cm_type
-    std::uint8_t mtu;           ///< sender's port active MTU (enum ibv_mtu)
-    std::uint8_t reserved;      ///< zero
-    std::uint32_t src_conn;     ///< sender's connection index (echoed in a rep)
-    std::uint32_t dst_conn;     ///< rep: the requester's index from the req; req: UINT32_MAX
-    std::uint32_t qpn;          ///< sender's RC queue pair number
-    std::uint32_t psn;          ///< sender's initial packet sequence number (24 bits)
+    std::uint32_t magic;     ///< cm_magic
+    std::uint8_t version;    ///< cm_version
+    std::uint8_t type;       ///< cm_type
+    std::uint8_t mtu;        ///< sender's port active MTU (enum ibv_mtu)
+    std::uint8_t reserved;   ///< zero
+    std::uint32_t src_conn;  ///< sender's connection index (echoed in a rep)
+    std::uint32_t
+        dst_conn;       ///< rep, rtu: the receiver's index (from its req, rep); req: UINT32_MAX
+    std::uint32_t qpn;  ///< sender's RC queue pair number
+    std::uint32_t psn;  ///< sender's initial packet sequence number (24 bits)
     std::uint32_t rd_atomic;    ///< RDMA reads the sender accepts in flight (responder depth)
     std::uint32_t dst_ud_qpn;   ///< the receiver's UD QPN, as the sender knows it
     std::uint64_t dst_node_id;  ///< the receiver's host, as the sender knows it
@@ -128,7 +131,7 @@ struct cm_parsed {
 
 /// Check one UD receive of `len` bytes (the GRH first) from UD QPN `src_qp`.
 /// Untrusted: anything on the fabric may send to a UD queue pair. True when it
-/// is a current-version request or reply meant for `me`, from the queue pair
+/// is a current-version request, reply or rtu meant for `me`, from the queue pair
 /// its own address names, with a sane RC QPN.
 [[nodiscard]] inline bool parse_cm(const std::uint8_t *buf, std::size_t len, std::uint32_t src_qp,
                                    const cm_self &me, cm_parsed &out) noexcept
@@ -141,7 +144,8 @@ struct cm_parsed {
     const bool to_us = m.dst_node_id == me.node_id && m.dst_pid == me.pid &&
                        m.dst_ep_id == me.ep_id && m.dst_ud_qpn == me.ud_qpn;
     const bool known_type = m.type == static_cast<std::uint8_t>(cm_type::req) ||
-                            m.type == static_cast<std::uint8_t>(cm_type::rep);
+                            m.type == static_cast<std::uint8_t>(cm_type::rep) ||
+                            m.type == static_cast<std::uint8_t>(cm_type::rtu);
     return m.magic == cm_magic && m.version == cm_version && to_us && known_type && m.qpn != 0 &&
            m.qpn <= 0xffffff && m.src_len <= len - grh_bytes - sizeof(cm_msg) &&
            address::parse(buf + grh_bytes + sizeof(cm_msg), m.src_len, out.src) == status::ok &&

@@ -1,8 +1,9 @@
 // Tests of what is specific to the verbs transport (docs/verbs.md), over real
 // queue pairs: the registration cache with addresses reused after munmap/free
 // (a stale registration would make RDMA move the wrong pages), both sides
-// connecting at once, a peer killed with operations in flight, a forged
-// remote key, weft_mr_reg on a verbs domain. The generic transport tests
+// connecting at once, a peer that computes through the handshake, a peer
+// killed with operations in flight, a forged remote key, weft_mr_reg on a
+// verbs domain. The generic transport tests
 // (test_transport, test_variable, test_credit_flow) also run over verbs.
 // Without an active RDMA port every test skips with the reason; `make
 // check-verbs` runs them in a Soft-RoCE VM (test/transport/verbs/run_verbs_vm.sh).
@@ -398,6 +399,69 @@ TEST_F(verbs_test, killed_peer_fails_outstanding_operations)
             c.final_barrier = false;
         },
         opt));
+}
+
+// The connection agent answers the handshake while the application computes
+// (docs/verbs.md "The connection agent"). CONNECT_TIMEOUT is 1 s, and one side
+// sleeps 3 s without calling weft: the requester right after its first send
+// (before the agent, the responder failed the half-made connection: "the
+// requester never confirmed the connection"), or the responder while the
+// requester connects to it (the requester failed: "no answer to the connection
+// request"). Both ways the message must arrive, the reply come back, and no
+// connection fail; exactly one handshake per side.
+TEST_F(verbs_test, a_peer_that_computes_through_the_handshake_keeps_its_connection)
+{
+    weft::test::run_options opt;
+    opt.config = {{"VERBS_CONNECT_TIMEOUT", "1s"}};
+    opt.timeout_s = 120;
+    for (int busy = 0; busy < 2; ++busy) {
+        ASSERT_TRUE(run(
+            2,
+            [&](rank_ctx &c) {
+                weft::transport::iface *tl = verbs_of(c.ep);
+                WEFT_TCHECK(tl != nullptr);
+                const std::uint64_t out = 0x5eed0000u + static_cast<unsigned>(c.rank);
+                std::uint64_t in = 0;
+                c.barrier();
+                if (c.rank == 0) {
+                    c.post("tsend", [&] {
+                        return weft_tsend(c.ep, &out, sizeof(out), nullptr, c.peer(1), 7,
+                                          op_ctx(1));
+                    });
+                    if (busy == 0) {
+                        std::printf("requester computes for 3 s\n");
+                        sleep(3);  // no weft call: only the agent answers the responder
+                    }
+                    (void)c.wait_ok(op_ctx(1));
+                    c.post("trecv", [&] {
+                        return weft_trecv(c.ep, &in, sizeof(in), nullptr, c.peer(1), 8, 0,
+                                          op_ctx(2));
+                    });
+                    (void)c.wait_ok(op_ctx(2));
+                    WEFT_TCHECK_EQ(in, 0x5eed0001ULL);
+                } else {
+                    if (busy == 1) {
+                        std::printf("responder computes for 3 s\n");
+                        sleep(3);  // no weft call: only the agent answers the requester
+                    }
+                    c.post("trecv", [&] {
+                        return weft_trecv(c.ep, &in, sizeof(in), nullptr, WEFT_ADDR_UNSPEC, 7, 0,
+                                          op_ctx(1));
+                    });
+                    (void)c.wait_ok(op_ctx(1));
+                    WEFT_TCHECK_EQ(in, 0x5eed0000ULL);
+                    c.post("tsend", [&] {
+                        return weft_tsend(c.ep, &out, sizeof(out), nullptr, c.peer(0), 8,
+                                          op_ctx(2));
+                    });
+                    (void)c.wait_ok(op_ctx(2));
+                }
+                const verbs::stats s = verbs::get_stats(*tl);
+                WEFT_TCHECK_EQ(s.conns_failed, 0ULL);
+                WEFT_TCHECK_EQ(s.connects_started + s.connects_accepted, 1ULL);
+            },
+            opt));
+    }
 }
 
 // A rendezvous header with a forged remote key: the reader's RDMA read is
