@@ -410,7 +410,11 @@ class verbs_iface final : public iface {
 
     [[nodiscard]] const attributes &attr() const noexcept override { return attr_; }
     [[nodiscard]] status pack_address(address_builder &b) override;
-    void set_local_address(const address &a) noexcept override { my_addr_ = a; }
+    void set_local_address(const address &a) noexcept override
+    {
+        std::lock_guard g(cm_mutex_);  // the agent sends it in every handshake message
+        my_addr_ = a;
+    }
     [[nodiscard]] bool reachable(const address &peer) const noexcept override;
     [[nodiscard]] status connect(const address &peer, conn_id &out) override;
     [[nodiscard]] status remote_address(src_id src, address &out) const override;
@@ -530,7 +534,7 @@ class verbs_iface final : public iface {
     std::uint64_t node_id_;
     std::uint32_t pid_;
     std::uint32_t ep_id_;
-    address my_addr_;  ///< the endpoint's whole address (set_local_address)
+    address my_addr_;  ///< the endpoint's whole address (set_local_address; cm_mutex_)
     std::uint32_t my_ud_qpn_ = 0;
     ibv_mtu mtu_ = IBV_MTU_1024;
     std::uint32_t rd_atomic_init_ = 1;  ///< our initiator depth limit
@@ -584,7 +588,9 @@ class verbs_iface final : public iface {
     std::atomic<bool> agent_stop_{false};
     fd_owner wake_fd_;  ///< eventfd: commands and stop
     pthread_t agent_{};
+    pid_t agent_pid_ = 0;  ///< the process that started it (a forked child has no agent)
     bool agent_running_ = false;
+    bool agent_dead_ = false;  ///< its poll failed: no handshakes any more (cm_mutex_)
 };
 
 // ------------------------------------------------------------------ set-up
@@ -871,18 +877,24 @@ status verbs_iface::start_agent()
         return status::no_memory;
     }
     agent_running_ = true;
+    agent_pid_ = ::getpid();
     return status::ok;
 }
 
 verbs_iface::~verbs_iface()
 {
-    if (agent_running_) {
+    // A forked child has no agent (only the thread that forked is copied), and
+    // its copy of cm_mutex_ may be held: nothing to join or take there.
+    const bool parent = agent_running_ && ::getpid() == agent_pid_;
+    if (parent) {
         agent_stop_.store(true, std::memory_order_release);
         wake_agent();
         (void)pthread_join(agent_, nullptr);
     }
     closing_ = true;  // no upcalls: the layer above is gone
-    take_events();    // connections the agent accepted are told we close, as the others
+    if (parent) {
+        take_events();  // connections the agent accepted are told we close, as the others
+    }
     // Tell connected peers we are closing, so they fail our operations at once
     // instead of after their keepalive times out; wait (bounded) until the
     // messages left, since destroying a queue pair drops what it has not sent.
@@ -918,6 +930,7 @@ verbs_iface::~verbs_iface()
         }
     }
     conns_.clear();  // queue pairs before the SRQ and CQ (member order does the rest)
+    ud_qp_.reset();  // before the address handles its sends may still use
     hs_.clear();
 }
 
@@ -1090,6 +1103,8 @@ status verbs_iface::connect(const address &peer, conn_id &out)
         if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
             ci = it->second;  // ours, or one the agent accepted (adopted from its event)
             failed = hs_[ci].state == conn_state::failed;
+        } else if (agent_dead_) {
+            return status::unreachable;
         } else {
             ci = new_hs(peer, port, ud_qpn);
             hs_[ci].active = true;
@@ -1130,6 +1145,13 @@ void verbs_iface::take_events()
         }
         conn &c = conns_[e.ci];
         if (e.to == conn_state::failed) {
+            if (c.state == conn_state::ready && c.qp != nullptr && !c.active) {
+                // The agent gave up waiting for the rtu just as the requester's
+                // first message made the connection ready here: it works.
+                std::lock_guard g(cm_mutex_);
+                hs_[e.ci].state = conn_state::ready;
+                continue;
+            }
             fail_conn(e.ci, status::unreachable, e.reason, 1);
             continue;
         }
@@ -1407,6 +1429,7 @@ void verbs_iface::on_req(const cm_msg &m, const address &src, const port_blob &p
 {
     const peer_key k = key_of(src.id(), ud_qpn);
     std::uint32_t ci = invalid_id;
+    bool fresh = false;  // a record made now: the layer above has never seen it
     if (auto it = conn_by_key_.find(k); it != conn_by_key_.end()) {
         ci = it->second;
         hs_rec &h = hs_[ci];
@@ -1438,6 +1461,7 @@ void verbs_iface::on_req(const cm_msg &m, const address &src, const port_blob &p
         }
     } else {
         ci = new_hs(src, port, ud_qpn);
+        fresh = true;
         if (create_qp(hs_[ci]) != status::ok) {
             hs_[ci].state = conn_state::failed;  // never seen above: nothing to report
             return;
@@ -1448,7 +1472,11 @@ void verbs_iface::on_req(const cm_msg &m, const address &src, const port_blob &p
     h.active = false;
     h.peer_conn = m.src_conn;
     if (connect_qp(h, m.qpn, m.psn, m.mtu, m.rd_atomic) != status::ok) {
-        agent_fail(ci, "cannot connect the queue pair");
+        if (fresh) {
+            h.state = conn_state::failed;  // never seen above: nothing to report
+        } else {
+            agent_fail(ci, "cannot connect the queue pair");
+        }
         return;
     }
     // The requester may not be ready to receive until it has our answer: we
@@ -1561,6 +1589,16 @@ void verbs_iface::agent_main()
     while (!agent_stop_.load(std::memory_order_acquire)) {
         if (::poll(fds, 2, wait_ms) < 0 && errno != EINTR) {
             WEFT_LOG(verbs, error, "the connection agent's poll failed: %s", std::strerror(errno));
+            // Nothing answers handshakes any more: fail those in flight (the
+            // timers went with the agent) and refuse new ones in connect().
+            std::lock_guard g(cm_mutex_);
+            agent_dead_ = true;
+            for (std::uint32_t ci = 0; ci < hs_.size(); ++ci) {
+                if (hs_[ci].state == conn_state::requesting ||
+                    hs_[ci].state == conn_state::accepted) {
+                    agent_fail(ci, "the connection agent stopped");
+                }
+            }
             return;
         }
         if ((fds[1].revents & POLLIN) != 0) {

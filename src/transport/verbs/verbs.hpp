@@ -83,7 +83,7 @@ struct stats {
     std::uint64_t connects_started;      ///< handshakes this endpoint began
     std::uint64_t connects_accepted;     ///< handshakes a peer began
     std::uint64_t connects_crossed;      ///< simultaneous handshakes resolved to one connection
-    std::uint64_t handshake_resends;     ///< requests sent again after a timeout
+    std::uint64_t handshake_resends;     ///< requests and replies sent again after a timeout
     std::uint64_t handshake_dropped;     ///< malformed or stale handshake messages dropped
     std::uint64_t conns_failed;          ///< connections that failed (errors, timeouts, close)
     std::uint64_t dropped_msgs;          ///< malformed messages dropped (unknown QP, no immediate)
