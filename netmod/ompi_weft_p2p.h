@@ -309,6 +309,15 @@ static inline int ompi_weft_objs_open(struct ompi_weft_objs *o, const char *pair
     if (0 != (rc = weft_ep_bind_av(o->ep, o->av))) {
         goto out;
     }
+    /* A send weft_tinject took is complete for MPI, and its receiver may wait on
+     * it while this process blocks in PMIx (connect, disconnect) or computes:
+     * weft must not keep it queued for this process's next progress. Refused
+     * injects wait in the deferred queue, whose requests MPI waits on. */
+    const int direct = 1;
+    *step = "weft_ep_setopt(WEFT_OPT_INJECT_DIRECT)";
+    if (0 != (rc = weft_ep_setopt(o->ep, WEFT_OPT_INJECT_DIRECT, &direct, sizeof(direct)))) {
+        goto out;
+    }
     *step = "weft_ep_enable";
     if (0 != (rc = weft_ep_enable(o->ep))) {
         goto out;

@@ -702,6 +702,13 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
         rc = weft_ep_bind_av(c->ep, c->av);
     }
     if (rc == 0) {
+        // A step whose inject returned 0 is done: the message must not wait for
+        // this process's next progress, which may come only after the caller
+        // blocks elsewhere (docs/collectives.md). Refused injects wait in `blocked`.
+        const int direct = 1;
+        rc = weft_ep_setopt(c->ep, WEFT_OPT_INJECT_DIRECT, &direct, sizeof(direct));
+    }
+    if (rc == 0) {
         rc = weft_ep_enable(c->ep);
     }
     if (rc == 0) {

@@ -556,6 +556,15 @@ enum weft_ep_opt {
      * configuration variable (messages above it also use rendezvous).
      */
     WEFT_OPT_VAR_MSG_THRESHOLD,
+    /**
+     * int, 0 or 1 (default 0): 1 makes weft_tinject() and weft_tinjectdata() hand
+     * their message to a transport whole or return -WEFT_EAGAIN (after driving
+     * progress once); they never leave it queued for this process's later
+     * progress. For a layer whose send is complete at return and whose peer may
+     * wait on it while this process blocks outside weft (MPI). Set before
+     * weft_ep_enable(); WEFT_OPT_INJECT_SIZE is then at most one transport message.
+     */
+    WEFT_OPT_INJECT_DIRECT,
 };
 
 /** Set an option (before weft_ep_enable()). */

@@ -1203,6 +1203,18 @@ int weft_ep_setopt(weft_ep_t *ep, int opt, const void *val, size_t len)
             std::memcpy(&ep->var_thresh, val, sizeof(size_t));
             ep->var_thresh_set = true;
             return 0;
+        case WEFT_OPT_INJECT_DIRECT: {
+            int on = 0;
+            if (len != sizeof(on) || ep->enabled) {
+                return -WEFT_EINVAL;
+            }
+            std::memcpy(&on, val, sizeof(on));
+            if (on != 0 && on != 1) {
+                return -WEFT_EINVAL;
+            }
+            ep->inject_direct = on == 1;
+            return 0;
+        }
         case WEFT_OPT_INJECT_SIZE:
         case WEFT_OPT_MAX_MSG_SIZE:
             return -WEFT_EINVAL;  // read-only
@@ -1227,6 +1239,16 @@ int weft_ep_getopt(weft_ep_t *ep, int opt, void *val, size_t *len)
         case WEFT_OPT_VAR_MSG_THRESHOLD:
             v = ep->var_thresh_set ? ep->var_thresh : ep->domain->cfg.rndv_thresh;
             break;
+        case WEFT_OPT_INJECT_DIRECT: {
+            const int on = ep->inject_direct ? 1 : 0;
+            if (*len < sizeof(on)) {
+                *len = sizeof(on);
+                return -WEFT_ETRUNC;
+            }
+            *len = sizeof(on);
+            std::memcpy(val, &on, sizeof(on));
+            return 0;
+        }
         default:
             return -WEFT_ENOENT;
     }

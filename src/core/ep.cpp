@@ -437,7 +437,8 @@ int ep_enable(weft_ep *ep)
                 .rndv_get_min = cfg.rndv_get_min,
                 .variable = variable,
                 .var_thresh = rndv,
-                .unexpected_rndv_max = cfg.unexpected_rndv_max},
+                .unexpected_rndv_max = cfg.unexpected_rndv_max,
+                .inject_direct = ep->inject_direct},
     };
     ep->stack = std::make_unique<proto::stack>(sp, *ep->av, d->regions);
     for (std::size_t i = 0; i < ep->tls.size(); ++i) {
@@ -447,6 +448,11 @@ int ep_enable(weft_ep *ep)
             ep->tls.clear();
             return base::to_c(st);
         }
+    }
+    if (ep->inject_direct) {
+        // A direct inject is one transport message (it is never queued in parts).
+        ep->info.ep_attr.inject_size =
+            std::min(ep->info.ep_attr.inject_size, ep->stack->tag.one_message_inject());
     }
     // The address: proto/'s parameters, then every transport's blobs.
     transport::address_builder b({params.node_id, params.pid, params.ep_id});

@@ -259,6 +259,7 @@ struct weft_ep {
     std::uint32_t ep_id = 0;
     std::size_t var_thresh = 0;  ///< WEFT_OPT_VAR_MSG_THRESHOLD
     bool var_thresh_set = false;
+    bool inject_direct = false;  ///< WEFT_OPT_INJECT_DIRECT
     weft::transport::address addr;
     std::vector<std::unique_ptr<weft::transport::iface>> tls;
     std::unique_ptr<weft::proto::stack> stack;

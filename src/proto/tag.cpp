@@ -3,6 +3,7 @@
 #include "proto/tag.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -140,6 +141,9 @@ int tag_module::send(const send_args &a)
             return base::to_c(st);
         }
     }
+    if ((a.flags & WEFT_INJECT) != 0 && params_.inject_direct) [[unlikely]] {
+        return inject_direct(a);
+    }
     if (ch_.credit_eagain() && !channel::can_send(p)) {
         // The application asked to see back-pressure instead of queueing.
         (void)ch_.progress();
@@ -158,6 +162,54 @@ int tag_module::send(const send_args &a)
         return send_rndv(p, a);
     }
     return queue_send(p, a);
+}
+
+// WEFT_OPT_INJECT_DIRECT, for a layer whose send is complete when the inject
+// returns and whose receiver may then wait on it while this process blocks
+// outside weft (MPI's progress rule; Open MPI's connect and disconnect wait in
+// PMIx). A queued inject would leave only from this process's next progress,
+// so it is not queued: the transport takes it whole now (one message; enable
+// limits the inject size to that), or the caller gets -WEFT_EAGAIN and retries
+// after its own progress. What holds it back is a connection being made, a
+// full transport queue, no credit, or sends queued ahead (order).
+int tag_module::inject_direct(const send_args &a)
+{
+    (void)ch_.progress();  // may hand over a connection, drain the queue, bring credits
+    int rc = 0;
+    peer_state *p = ch_.peer(a.dest, rc);
+    if (p == nullptr) {
+        return rc;
+    }
+    const std::size_t hdr =
+        (a.flags & WEFT_REMOTE_CQ_DATA) != 0 ? sizeof(tag_eager_data_hdr) : sizeof(tag_eager_hdr);
+    if (hdr + a.len > p->max_bcopy) {
+        return -WEFT_EINVAL;  // beyond one_message_inject(): weft_ep_enable keeps it from here
+    }
+    if (p->pending_head != nullptr) {
+        return -WEFT_EAGAIN;
+    }
+    const status st = send_now(p, a);
+    if (st == status::ok) {
+        complete_send(a.context, a.flags, a.tag);
+        return 0;
+    }
+    if (st == status::again || st == status::busy) {
+        return -WEFT_EAGAIN;
+    }
+    if (st == status::unreachable) {
+        ch_.fail_peer(p->index, WEFT_EHOSTUNREACH);
+    }
+    return base::to_c(st);
+}
+
+std::size_t tag_module::one_message_inject() const noexcept
+{
+    std::size_t limit = SIZE_MAX;
+    for (unsigned i = 0; i < ch_.tl_count(); ++i) {
+        const std::size_t budget = ch_.tl(i)->attr().max_bcopy - sizeof(credit_prefix);
+        limit = std::min(limit, budget - sizeof(tag_eager_data_hdr));
+    }
+    return limit;
 }
 
 std::uint32_t tag_module::eager_cost(const peer_state *p, std::size_t hdr, std::size_t len) noexcept

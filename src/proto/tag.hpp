@@ -201,6 +201,9 @@ struct tag_params {
     /// Unexpected rendezvous headers kept per sender (WEFT_UNEXPECTED_RNDV_MAX);
     /// one more is refused (its send fails at the sender).
     std::size_t unexpected_rndv_max = 16384;
+    /// WEFT_OPT_INJECT_DIRECT: an inject the transport cannot take now returns
+    /// -WEFT_EAGAIN instead of waiting in a queue for this process's progress.
+    bool inject_direct = false;
 };
 
 /// Reassembly of a fragmented eager message from one sender.
@@ -241,6 +244,9 @@ class tag_module {
     /// Credits (wire messages) a message of `len` bytes costs at most on this
     /// endpoint's transports.
     [[nodiscard]] std::size_t message_cost(std::size_t len) const noexcept;
+    /// The largest inject that is one transport message on every transport of this
+    /// endpoint (what WEFT_OPT_INJECT_DIRECT limits WEFT_OPT_INJECT_SIZE to).
+    [[nodiscard]] std::size_t one_message_inject() const noexcept;
     /// Rendezvous sends waiting for their receiver (tests, diagnostics).
     [[nodiscard]] std::size_t rndv_sends() const noexcept { return rndv_.waiting_sends(); }
 
@@ -252,6 +258,7 @@ class tag_module {
     // Send side.
     [[nodiscard, gnu::always_inline]] inline status send_now(peer_state *p, const send_args &a);
     [[nodiscard]] int queue_send(peer_state *p, const send_args &a);
+    [[nodiscard]] int inject_direct(const send_args &a);
     [[nodiscard]] int send_rndv(peer_state *p, const send_args &a);
     [[nodiscard]] tag_send *new_send(peer_state *p, const send_args &a, int &rc);
     [[nodiscard]] static std::uint32_t eager_cost(const peer_state *p, std::size_t hdr,

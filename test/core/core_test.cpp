@@ -100,7 +100,8 @@ struct shm_pair {
     std::uint8_t addr[2][256] = {};
 
     /// False when this build or machine has no shm transport (the caller skips).
-    bool open(const weft_config_t *config = nullptr)
+    /// `inject_direct`: set WEFT_OPT_INJECT_DIRECT on both endpoints.
+    bool open(const weft_config_t *config = nullptr, bool inject_direct = false)
     {
         info_ptr hints(weft_info_alloc());
         std::snprintf(hints->transport, sizeof(hints->transport), "shm");
@@ -119,6 +120,10 @@ struct shm_pair {
             EXPECT_EQ(weft_ep_open(domain, info.get(), &ep[i], nullptr), 0);
             EXPECT_EQ(weft_ep_bind_cq(ep[i], cq[i], WEFT_TRANSMIT | WEFT_RECV), 0);
             EXPECT_EQ(weft_ep_bind_av(ep[i], av[i]), 0);
+            if (inject_direct) {
+                const int on = 1;
+                EXPECT_EQ(weft_ep_setopt(ep[i], WEFT_OPT_INJECT_DIRECT, &on, sizeof(on)), 0);
+            }
             EXPECT_EQ(weft_ep_enable(ep[i]), 0);
             std::size_t len = sizeof(addr[i]);
             EXPECT_EQ(weft_ep_getname(ep[i], addr[i], &len), 0);
@@ -635,6 +640,87 @@ TEST(av, directed_receive_finds_messages_that_came_before_the_sender_was_inserte
         }
     }
     EXPECT_EQ(sends_done, 1) << "the rendezvous send's completion";
+}
+
+// WEFT_OPT_INJECT_DIRECT (MPI's progress rule): an inject that returned 0 is on
+// its way without the sender's later progress. Here nobody receives at B, so A's
+// credits run out: a direct inject is refused with -WEFT_EAGAIN instead of being
+// queued at A (or turned into a rendezvous that A would have to serve). Then A
+// makes no call at all, and B alone receives every message A was told was sent,
+// in order; once B has taken them, A's retried inject goes through.
+TEST(inject, a_direct_inject_is_refused_rather_than_left_for_the_senders_progress)
+{
+    shm_pair pair;
+    if (!pair.open(nullptr, true)) {
+        GTEST_SKIP() << "no shm transport in this build or on this machine";
+    }
+    auto &ep = pair.ep;
+    auto &cq = pair.cq;
+    int on = 0;
+    std::size_t len = sizeof(on);
+    ASSERT_EQ(weft_ep_getopt(ep[0], WEFT_OPT_INJECT_DIRECT, &on, &len), 0);
+    EXPECT_EQ(on, 1);
+    EXPECT_EQ(weft_ep_setopt(ep[0], WEFT_OPT_INJECT_DIRECT, &on, sizeof(on)), -WEFT_EINVAL)
+        << "set after weft_ep_enable";
+    std::size_t inject = 0;
+    len = sizeof(inject);
+    ASSERT_EQ(weft_ep_getopt(ep[0], WEFT_OPT_INJECT_SIZE, &inject, &len), 0);
+    EXPECT_GE(inject, 64U);
+    weft_addr_t b_at_a = 0;
+    weft_addr_t a_at_b = 0;
+    ASSERT_EQ(weft_av_insert(pair.av[0], pair.addr[1], 1, &b_at_a, 0), 1);
+    ASSERT_EQ(weft_av_insert(pair.av[1], pair.addr[0], 1, &a_at_b, 0), 1);
+    std::vector<std::uint8_t> msg(inject);
+    std::uint32_t sent = 0;
+    ssize_t rc;
+    auto fill = [&](std::uint32_t v) {
+        std::fill(msg.begin(), msg.end(), static_cast<std::uint8_t>(v));
+        std::memcpy(msg.data(), &v, sizeof(v));
+    };
+    for (fill(sent); (rc = weft_tinject(ep[0], msg.data(), msg.size(), b_at_a, 5)) == 0;
+         fill(++sent)) {
+        ASSERT_LT(sent, 100000U) << "every inject was taken: some must have been queued";
+    }
+    ASSERT_EQ(rc, -WEFT_EAGAIN);
+    ASSERT_GE(sent, 2U);
+    // A is silent from here. B receives all of them, in order.
+    std::vector<std::uint8_t> got(inject);
+    for (std::uint32_t i = 0; i < sent; ++i) {
+        std::fill(got.begin(), got.end(), 0xee);
+        ASSERT_EQ(weft_trecv(ep[1], got.data(), got.size(), nullptr, a_at_b, 5, 0, nullptr), 0);
+        weft_cq_tagged_entry e{};
+        ssize_t k = 0;
+        for (int spin = 0; spin < 1000000 && (k = weft_cq_read(cq[1], &e, 1)) == -WEFT_EAGAIN;
+             ++spin) {
+        }
+        ASSERT_EQ(k, 1) << "message " << i << " of " << sent << " without the sender's progress";
+        ASSERT_EQ(e.len, inject);
+        std::uint32_t v = 0;
+        std::memcpy(&v, got.data(), sizeof(v));
+        ASSERT_EQ(v, i) << "order";
+        ASSERT_EQ(got.back(), static_cast<std::uint8_t>(i)) << "payload of message " << i;
+    }
+    // The refused one goes once A progresses (B's credits come back to it).
+    fill(sent);
+    std::uint8_t last[8];
+    ASSERT_EQ(weft_trecv(ep[1], got.data(), got.size(), nullptr, a_at_b, 5, 0, nullptr), 0);
+    for (int spin = 0; spin < 1000000 && (rc = weft_tinject(ep[0], msg.data(), msg.size(), b_at_a,
+                                                            5)) == -WEFT_EAGAIN;
+         ++spin) {
+        (void)weft_cq_read(cq[1], last, 0);
+    }
+    ASSERT_EQ(rc, 0);
+    weft_cq_tagged_entry e{};
+    ssize_t k = 0;
+    for (int spin = 0; spin < 1000000 && (k = weft_cq_read(cq[1], &e, 1)) == -WEFT_EAGAIN; ++spin) {
+    }
+    ASSERT_EQ(k, 1);
+    std::uint32_t v = 0;
+    std::memcpy(&v, got.data(), sizeof(v));
+    EXPECT_EQ(v, sent);
+    // A larger inject than one transport message is refused as an argument error.
+    std::vector<std::uint8_t> big(inject + 1);
+    EXPECT_EQ(weft_tinject(ep[0], big.data(), big.size(), b_at_a, 5), -WEFT_EINVAL);
 }
 
 // Issue 10, limits: unexpected rendezvous headers are bounded per sender
