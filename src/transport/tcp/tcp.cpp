@@ -92,7 +92,8 @@ constexpr base::config_field config_fields[] = {
         base::config_range{4096, 1ull << 30}),
     base::make_field<&config::connect_timeout>(
         "CONNECT_TIMEOUT", base::config_type::time_us, "10s",
-        "a connection that is not up (connect and handshake) after this long fails the peer",
+        "a connect() that has not reached the peer's kernel after this long fails the peer (a "
+        "connected handshake waits for the peer's progress)",
         base::config_range{1000, 3600ull * 1000000}),
     base::make_field<&config::keepalive>(
         "KEEPALIVE", base::config_type::time_us, "10s",
@@ -372,7 +373,7 @@ struct sock {
     bool want_out = false;  ///< EPOLLOUT is in the interest set
     bool lo_rx = false;     ///< the accepted side of our connection to ourselves
     std::uint32_t conn = invalid_id;
-    std::uint64_t deadline_us = 0;  ///< dialing, hello_sent, accepting, lingering
+    std::uint64_t deadline_us = 0;  ///< dialing, lingering (0: none)
     // Receive: [rx_start, rx_end) of rx are bytes not consumed yet.
     std::unique_ptr<std::uint8_t[]> rx;
     std::size_t rx_size = 0;
@@ -401,7 +402,7 @@ struct conn {
     sock *dial = nullptr;   ///< connecting: our attempt (nullptr: waiting for the peer's)
     std::vector<dial_target> targets;
     std::uint32_t next_target = 0;
-    std::uint64_t deadline_us = 0;  ///< connecting: fail then
+    std::uint64_t deadline_us = 0;  ///< connecting: fail then (0: none, our hello is out)
     std::string tried;              ///< failed attempts, for the log line
 };
 
@@ -456,6 +457,7 @@ class tcp_iface final : public iface {
     void dial_next(std::uint32_t ci);
     void dial_connected(sock &s);
     void dial_failed(sock &s, const char *why);
+    void arm_deadline(std::uint32_t ci);
     void on_hello(sock &s, const hs_parsed &p);
     void on_reply(sock &s, const hs_parsed &p);
     void bind_ready(std::uint32_t ci, sock &s, const handshake &m);
@@ -1136,7 +1138,15 @@ void tcp_iface::dial_connected(sock &s)
 {
     s.state = sock_state::hello_sent;
     set_out(s, false);
-    const conn &c = *conns_[s.conn];
+    conn &c = *conns_[s.conn];
+    // The peer's kernel took the connection: a process holds that listening
+    // socket. Its answer needs its progress, which may be a long computation
+    // away, so from here there is no deadline: a peer that dies resets the
+    // socket, and a host that vanishes fails it through keepalive and
+    // TCP_USER_TIMEOUT (tune()). A refusal, or a socket that breaks, arms the
+    // connection's deadline again (dial_failed, on_reply).
+    s.deadline_us = 0;
+    c.deadline_us = 0;
     send_handshake(s, hs_type::hello, reject_reason::none, s.conn, c.id);
     WEFT_LOG(tcp, debug, "connected to %s for pid %u endpoint %u; hello sent",
              endpoint_text(s.target.to.addr, s.target.to.port).c_str(), c.id.pid, c.id.ep_id);
@@ -1153,8 +1163,18 @@ void tcp_iface::dial_failed(sock &s, const char *why)
     if (ours) {
         c.dial = nullptr;
         if (c.state == conn_state::connecting) {
+            arm_deadline(ci);  // it had none once connected: the next address gets one
             dial_next(ci);
         }
+    }
+}
+
+void tcp_iface::arm_deadline(std::uint32_t ci)
+{
+    conn &c = *conns_[ci];
+    if (c.deadline_us == 0) {
+        c.deadline_us = now_us() + cfg_.connect_timeout;
+        timed_conns_.push_back(ci);
     }
 }
 
@@ -1268,9 +1288,11 @@ void tcp_iface::on_reply(sock &s, const hs_parsed &p)
     switch (static_cast<reject_reason>(p.m.reason)) {
         case reject_reason::crossed:
             // The peer's own connection wins: its hello will come to our
-            // listener (bounded by our connect deadline).
+            // listener (bounded by our connect deadline: the peer is
+            // progressing, it just answered).
             c.dial = nullptr;
             close_sock(&s);
+            arm_deadline(ci);
             WEFT_LOG(tcp, debug, "pid %u endpoint %u keeps its own connection: waiting for it",
                      c.id.pid, c.id.ep_id);
             return;
@@ -1501,8 +1523,11 @@ void tcp_iface::rebuild_spin()
     stats_.spinning = 0;
     epoll_due_ = 0;
     std::uint32_t k = 0;
+    bool handshaking = false;
     for (const auto &sp : socks_) {
         if (sp->state != sock_state::ready) {
+            handshaking |=
+                sp->state == sock_state::hello_sent || sp->state == sock_state::accepting;
             continue;
         }
         if (k == cfg_.spin_conns) {
@@ -1511,7 +1536,7 @@ void tcp_iface::rebuild_spin()
         spin_[k++] = sp->index;
     }
     // Handshakes under way need epoll (and their deadlines): spin once they are done.
-    if (!timed_socks_.empty() || !timed_conns_.empty()) {
+    if (handshaking || !timed_socks_.empty() || !timed_conns_.empty()) {
         spin_dirty_ = k != 0;
         return;
     }
@@ -1538,12 +1563,14 @@ unsigned tcp_iface::on_listener(std::size_t li)
         }
         // Buffer sizes were inherited from the listener; the rest is per socket.
         tune(fd);
-        sock *s = new_sock(fd, sock_state::accepting);
-        if (s == nullptr) {
+        // No deadline for the hello: the dialler sends it from its progress,
+        // which may be a long computation away (an MPI_Isend, then work). A
+        // dialler that dies or closes closes this socket; one whose host
+        // vanishes fails keepalive. A stranger that connects and stays silent
+        // holds one socket until it closes (docs/tcp.md, "Connections").
+        if (new_sock(fd, sock_state::accepting) == nullptr) {
             continue;
         }
-        s->deadline_us = now_us() + cfg_.connect_timeout;
-        timed_socks_.push_back(s->index);
         ++n;
     }
     return n;
@@ -1738,22 +1765,18 @@ void tcp_iface::check_timers()
     const std::uint64_t now = now_us();
     for (std::size_t i = 0; i < timed_socks_.size();) {
         sock &s = *socks_[timed_socks_[i]];
-        const bool waiting = s.state == sock_state::dialing || s.state == sock_state::hello_sent ||
-                             s.state == sock_state::accepting || s.state == sock_state::lingering;
+        // Only a connect() under way and a refused socket lingering have one:
+        // a connected handshake waits for the peer's progress (dial_connected).
+        const bool waiting = s.state == sock_state::dialing || s.state == sock_state::lingering;
         if (!waiting || s.deadline_us == 0) {
             timed_socks_[i] = timed_socks_.back();
             timed_socks_.pop_back();
             continue;
         }
         if (now >= s.deadline_us) {
-            if (s.state == sock_state::dialing || s.state == sock_state::hello_sent) {
-                dial_failed(s, s.state == sock_state::dialing ? "connect timed out"
-                                                              : "no answer to the hello");
+            if (s.state == sock_state::dialing) {
+                dial_failed(s, "connect timed out");
             } else {
-                if (s.state == sock_state::accepting) {
-                    WEFT_LOG(tcp, debug, "a connection from %s sent no hello in time: closed",
-                             peer_text(s.fd).c_str());
-                }
                 close_sock(&s);
             }
             continue;  // removed on the next pass (closed)
@@ -1763,7 +1786,7 @@ void tcp_iface::check_timers()
     for (std::size_t i = 0; i < timed_conns_.size();) {
         const std::uint32_t ci = timed_conns_[i];
         conn &c = *conns_[ci];
-        if (c.state != conn_state::connecting) {
+        if (c.state != conn_state::connecting || c.deadline_us == 0) {
             timed_conns_[i] = timed_conns_.back();
             timed_conns_.pop_back();
             continue;
