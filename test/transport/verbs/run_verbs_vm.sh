@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 build=$(pwd)
 vm=${WEFT_RXE_VM:-$top/contrib/rxe-vm/run-in-rxe-vm.sh}
-timeout=${WEFT_VERBS_VM_TIMEOUT:-2400}
+timeout=${WEFT_VERBS_VM_TIMEOUT:-3000}
 filter=${WEFT_VERBS_VM_FILTER:-*}
 
 skip() { echo "SKIP: verbs tests not run: $*"; exit 77; }
