@@ -621,12 +621,11 @@ verbs_iface::verbs_iface(const open_params &p, std::shared_ptr<device> dev, cons
 
 std::uint32_t verbs_iface::rx_capacity_limit() const noexcept
 {
-    // Every posted receive may complete before we poll: the CQ must hold them all.
+    // Every posted receive may complete before we poll: the CQ must hold them all,
+    // beside the sends. (The handshake's UD completions go to the agent's own CQ.)
     const auto &da = dev_->dev_attr();
     const std::uint64_t by_cq =
-        da.max_cqe > static_cast<int>(tx_max_ + ud_recv_count + ud_send_count + 64)
-            ? da.max_cqe - tx_max_ - ud_recv_count - ud_send_count - 64
-            : 0;
+        da.max_cqe > static_cast<int>(tx_max_ + 64) ? da.max_cqe - tx_max_ - 64 : 0;
     std::uint64_t lim = std::min<std::uint64_t>(cfg_.rx_queue_max, by_cq);
     lim = std::min<std::uint64_t>(lim, static_cast<std::uint64_t>(da.max_srq_wr));
     return static_cast<std::uint32_t>(std::max<std::uint64_t>(lim, 1));
