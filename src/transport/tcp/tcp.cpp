@@ -458,6 +458,7 @@ class tcp_iface final : public iface {
     void dial_connected(sock &s);
     void dial_failed(sock &s, const char *why);
     void arm_deadline(std::uint32_t ci);
+    [[nodiscard]] bool connected_now(const sock &s) const noexcept;
     void on_hello(sock &s, const hs_parsed &p);
     void on_reply(sock &s, const hs_parsed &p);
     void bind_ready(std::uint32_t ci, sock &s, const handshake &m);
@@ -1145,11 +1146,24 @@ void tcp_iface::dial_connected(sock &s)
     // socket, and a host that vanishes fails it through keepalive and
     // TCP_USER_TIMEOUT (tune()). A refusal, or a socket that breaks, arms the
     // connection's deadline again (dial_failed, on_reply).
-    s.deadline_us = 0;
-    c.deadline_us = 0;
+    if (cfg_.keepalive != 0) {
+        s.deadline_us = 0;
+        c.deadline_us = 0;
+    }  // else nothing would notice a host that vanished after its kernel took our hello
     send_handshake(s, hs_type::hello, reject_reason::none, s.conn, c.id);
     WEFT_LOG(tcp, debug, "connected to %s for pid %u endpoint %u; hello sent",
              endpoint_text(s.target.to.addr, s.target.to.port).c_str(), c.id.pid, c.id.ep_id);
+}
+
+bool tcp_iface::connected_now(const sock &s) const noexcept
+{
+    pollfd p{s.fd, POLLOUT, 0};
+    if (::poll(&p, 1, 0) != 1 || (p.revents & (POLLERR | POLLHUP)) != 0) {
+        return false;
+    }
+    int err = 0;
+    socklen_t len = sizeof(err);
+    return getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
 }
 
 void tcp_iface::dial_failed(sock &s, const char *why)
@@ -1535,9 +1549,16 @@ void tcp_iface::rebuild_spin()
         }
         spin_[k++] = sp->index;
     }
-    // Handshakes under way need epoll (and their deadlines): spin once they are done.
-    if (handshaking || !timed_socks_.empty() || !timed_conns_.empty()) {
+    // Handshakes under way need epoll (and their deadlines): spin once they are
+    // done. A timed list empties without a socket changing state, so look again
+    // on the next poll; a socket leaving hello_sent or accepting sets spin_dirty_
+    // itself (bind_ready, close_sock), so an untimed handshake (a busy peer, a
+    // silent stranger) costs no scan per poll.
+    if (!timed_socks_.empty() || !timed_conns_.empty()) {
         spin_dirty_ = k != 0;
+        return;
+    }
+    if (handshaking) {
         return;
     }
     spin_n_ = k;
@@ -1774,7 +1795,11 @@ void tcp_iface::check_timers()
             continue;
         }
         if (now >= s.deadline_us) {
-            if (s.state == sock_state::dialing) {
+            if (s.state == sock_state::dialing && connected_now(s)) {
+                // Connected while this process computed: its EPOLLOUT was not in
+                // this poll's batch (more than max_events were ready).
+                dial_connected(s);
+            } else if (s.state == sock_state::dialing) {
                 dial_failed(s, "connect timed out");
             } else {
                 close_sock(&s);
