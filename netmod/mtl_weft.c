@@ -255,8 +255,12 @@ static int mtl_weft_post_sync_send(mtl_weft_request_t *req)
                               req->wtag);
         if (OPAL_LIKELY(0 == rc)) {
             mtl_weft_send_event(req); /* the buffer is reusable: the send is done */
+            return 0;
         }
-        return (int)rc;
+        if (-WEFT_EAGAIN != rc) {
+            return (int)rc;
+        }
+        /* Refused (see mtl_weft_post_send): a send with a completion instead. */
     }
     return (int)weft_tsenddata(mtl_weft.w.ep, req->buf, req->length, NULL, OMPI_WEFT_DATA_SYNC,
                                req->peer, req->wtag, &req->op.ctx);
@@ -272,8 +276,17 @@ static int mtl_weft_post_send(mtl_weft_request_t *req)
         rc = weft_tinject(mtl_weft.w.ep, req->buf, req->length, req->peer, req->wtag);
         if (OPAL_LIKELY(0 == rc)) {
             mtl_weft_send_event(req); /* the buffer is reusable: the send is done */
+            return 0;
         }
-        return (int)rc;
+        if (-WEFT_EAGAIN != rc) {
+            return (int)rc;
+        }
+        /* Refused: weft could not hand it to a transport now (a connection being
+         * made, no credit, sends queued ahead; WEFT_OPT_INJECT_DIRECT). Retrying the
+         * inject could wait for ever for credits that only the receiver's matching
+         * of later messages brings back; a send with a completion is never refused
+         * for credits (weft sends a rendezvous header then), and MPI waits on its
+         * completion with progress. */
     }
     return (int)weft_tsend(mtl_weft.w.ep, req->buf, req->length, NULL, req->peer, req->wtag,
                            &req->op.ctx);
@@ -462,14 +475,36 @@ static void mtl_weft_recv_finish(mtl_weft_request_t *req)
     req->super.completion_callback(&req->super);
 }
 
+static void mtl_weft_ack_sent(struct mtl_weft_op *op, const struct weft_cq_tagged_entry *e)
+{
+    (void)e;
+    mtl_weft_recv_finish(MTL_WEFT_CONTAINER(op, mtl_weft_request_t, op));
+}
+
+static void mtl_weft_ack_send_fail(struct mtl_weft_op *op, const struct weft_cq_err_entry *e)
+{
+    mtl_weft_request_t *req = MTL_WEFT_CONTAINER(op, mtl_weft_request_t, op);
+    mtl_weft_log_completion("synchronous send acknowledgement", e);
+    req->super.ompi_req->req_status.MPI_ERROR = ompi_weft_mpi_error(e->err);
+    mtl_weft_recv_finish(req);
+}
+
 /** Send the acknowledgement of a synchronous message, then complete the receive. */
 static int mtl_weft_post_ack(mtl_weft_request_t *req)
 {
     ssize_t rc = weft_tinject(mtl_weft.w.ep, NULL, 0, req->peer, req->ack_tag);
     if (OPAL_LIKELY(0 == rc)) {
         mtl_weft_recv_finish(req);
+        return 0;
     }
-    return (int)rc;
+    if (-WEFT_EAGAIN != rc) {
+        return (int)rc;
+    }
+    /* Refused (see mtl_weft_post_send): a send with a completion, which finishes
+     * the receive. The receive's own operation is over: its op carries the ack. */
+    req->op.done = mtl_weft_ack_sent;
+    req->op.fail = mtl_weft_ack_send_fail;
+    return (int)weft_tsend(mtl_weft.w.ep, NULL, 0, NULL, req->peer, req->ack_tag, &req->op.ctx);
 }
 
 /** A receive (or matched-probe receive) got @p len bytes of the message tagged

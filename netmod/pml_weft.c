@@ -434,8 +434,12 @@ static int pml_weft_post_sync_send(struct pml_weft_xfer *x)
                               x->wtag);
         if (OPAL_LIKELY(0 == rc)) {
             pml_weft_send_event(x); /* the buffer is reusable: the send is done */
+            return 0;
         }
-        return (int)rc;
+        if (-WEFT_EAGAIN != rc) {
+            return (int)rc;
+        }
+        /* Refused (see pml_weft_post_send): a send with a completion instead. */
     }
     return (int)weft_tsenddata(pml_weft.w.ep, x->buf, x->length, NULL, OMPI_WEFT_DATA_SYNC, x->peer,
                                x->wtag, &x->op.ctx);
@@ -451,8 +455,17 @@ static int pml_weft_post_send(struct pml_weft_xfer *x)
         rc = weft_tinject(pml_weft.w.ep, x->buf, x->length, x->peer, x->wtag);
         if (OPAL_LIKELY(0 == rc)) {
             pml_weft_send_event(x); /* the buffer is reusable: the send is done */
+            return 0;
         }
-        return (int)rc;
+        if (-WEFT_EAGAIN != rc) {
+            return (int)rc;
+        }
+        /* Refused: weft could not hand it to a transport now (a connection being
+         * made, no credit, sends queued ahead; WEFT_OPT_INJECT_DIRECT). Retrying the
+         * inject could wait for ever for credits that only the receiver's matching
+         * of later messages brings back; a send with a completion is never refused
+         * for credits (weft sends a rendezvous header then), and MPI waits on its
+         * completion with progress. */
     }
     return (int)weft_tsend(pml_weft.w.ep, x->buf, x->length, NULL, x->peer, x->wtag, &x->op.ctx);
 }
@@ -797,14 +810,36 @@ static void pml_weft_recv_finish(struct pml_weft_xfer *x)
     pml_weft_xfer_finish(x);
 }
 
+static void pml_weft_ack_sent(struct pml_weft_op *op, const struct weft_cq_tagged_entry *e)
+{
+    (void)e;
+    pml_weft_recv_finish(PML_WEFT_CONTAINER(op, struct pml_weft_xfer, op));
+}
+
+static void pml_weft_ack_send_fail(struct pml_weft_op *op, const struct weft_cq_err_entry *e)
+{
+    struct pml_weft_xfer *x = PML_WEFT_CONTAINER(op, struct pml_weft_xfer, op);
+    pml_weft_log_completion("synchronous send acknowledgement", e);
+    x->status->MPI_ERROR = ompi_weft_mpi_error(e->err);
+    pml_weft_recv_finish(x);
+}
+
 /** Send the acknowledgement of a synchronous message, then finish the receive. */
 static int pml_weft_post_ack(struct pml_weft_xfer *x)
 {
     ssize_t rc = weft_tinject(pml_weft.w.ep, NULL, 0, x->peer, x->ack_tag);
     if (OPAL_LIKELY(0 == rc)) {
         pml_weft_recv_finish(x);
+        return 0;
     }
-    return (int)rc;
+    if (-WEFT_EAGAIN != rc) {
+        return (int)rc;
+    }
+    /* Refused (see pml_weft_post_send): a send with a completion, which finishes
+     * the receive. The receive's own operation is over: its op carries the ack. */
+    x->op.done = pml_weft_ack_sent;
+    x->op.fail = pml_weft_ack_send_fail;
+    return (int)weft_tsend(pml_weft.w.ep, NULL, 0, NULL, x->peer, x->ack_tag, &x->op.ctx);
 }
 
 /** A receive (or matched-probe receive) got @p len bytes of the message tagged

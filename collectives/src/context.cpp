@@ -390,6 +390,9 @@ void weft_coll_context::complete_one(request &r, int err)
 
 void weft_coll_context::advance(request &r)
 {
+    if (r.st == request::state::done) {
+        return;  // a retry of a request that a completion has finished since
+    }
     while (r.round < r.rounds.size()) {
         const round_range &rr = r.rounds[r.round];
         while (r.next < rr.local) {
@@ -401,6 +404,15 @@ void weft_coll_context::advance(request &r)
                 if (s.len <= inject) {
                     rc = weft_tinject(ep, s.src, s.len, peer, r.tag);
                     counted = false;
+                    if (rc == -WEFT_EAGAIN) {
+                        // Refused (a connection being made, no credit, sends
+                        // queued ahead): a counted send instead. Retrying the
+                        // inject could wait for credits that only the peer's
+                        // receives of later messages bring back; a send with a
+                        // completion is never refused for credits.
+                        rc = weft_tsend(ep, s.src, s.len, nullptr, peer, r.tag, &r);
+                        counted = true;
+                    }
                 } else {
                     rc = weft_tsend(ep, s.src, s.len, nullptr, peer, r.tag, &r);
                 }
@@ -441,6 +453,12 @@ void weft_coll_context::advance(request &r)
     }
     r.st = request::state::done;
     --r.grp->active;
+    if (r.blocked) {
+        // Blocked earlier, then finished by a completion: off the retry list,
+        // since the caller may free it before the next progress.
+        blocked.erase(std::find(blocked.begin(), blocked.end(), &r));
+        r.blocked = false;
+    }
 }
 
 weft_coll_request::~weft_coll_request()
@@ -704,7 +722,8 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     if (rc == 0) {
         // A step whose inject returned 0 is done: the message must not wait for
         // this process's next progress, which may come only after the caller
-        // blocks elsewhere (docs/collectives.md). Refused injects wait in `blocked`.
+        // blocks elsewhere (docs/collectives.md). A refused inject goes as a
+        // counted send (advance).
         const int direct = 1;
         rc = weft_ep_setopt(c->ep, WEFT_OPT_INJECT_DIRECT, &direct, sizeof(direct));
     }

@@ -563,6 +563,9 @@ enum weft_ep_opt {
      * progress. For a layer whose send is complete at return and whose peer may
      * wait on it while this process blocks outside weft (MPI). Set before
      * weft_ep_enable(); WEFT_OPT_INJECT_SIZE is then at most one transport message.
+     * A refused inject is best sent with a completion (weft_tsend), which is never
+     * refused for credits. tcp: a frame the socket takes only in part still needs
+     * progress for the rest.
      */
     WEFT_OPT_INJECT_DIRECT,
 };

@@ -6,6 +6,8 @@
  * - 10,000 MPI_Isend to a rank that posts no receive until after a barrier:
  *   the sends must not block the barrier (MPI_Isend never waits for the
  *   receiver), and every message arrives intact and in order;
+ * - 2,000 small MPI_Isend beyond weft's credit window, then messages with
+ *   later tags that the receiver takes first;
  * - all ranks send to rank 0, which receives with MPI_ANY_SOURCE;
  * - a 64 MiB message each way (blocking, nonblocking, synchronous).
  */
@@ -63,6 +65,48 @@ static void test_send_first(void)
         }
     } else if (0 == test_rank) {
         CHECK_MPI(MPI_Waitall(N, reqs, MPI_STATUSES_IGNORE));
+    }
+    free(buf);
+    free(reqs);
+}
+
+/* Rank 0 sends 2,000 small messages with one tag, then one (a synchronous
+ * send, then a standard one) with another tag, and waits for them all; rank 1
+ * receives the later tags first, and only then the 2,000. weft's credits (a
+ * window of 256) come back only as rank 1 matches messages, so rank 0 runs out
+ * of them long before the last messages: those must still go (as rendezvous
+ * headers), and they must not wait behind the refused ones. */
+static void test_later_tag_first(void)
+{
+    enum { M = 2000, LEN = 48 };
+    unsigned char *buf = malloc((size_t)(M + 2) * LEN);
+    MPI_Request *reqs = malloc((M + 2) * sizeof(MPI_Request));
+    if (0 == test_rank) {
+        for (int i = 0; i < M + 2; ++i) {
+            test_fill(buf + (size_t)i * LEN, LEN, 0, i);
+        }
+        for (int i = 0; i < M; ++i) {
+            CHECK_MPI(
+                MPI_Isend(buf + (size_t)i * LEN, LEN, MPI_BYTE, 1, 21, MPI_COMM_WORLD, &reqs[i]));
+        }
+        CHECK_MPI(
+            MPI_Issend(buf + (size_t)M * LEN, LEN, MPI_BYTE, 1, 22, MPI_COMM_WORLD, &reqs[M]));
+        CHECK_MPI(MPI_Isend(buf + (size_t)(M + 1) * LEN, LEN, MPI_BYTE, 1, 23, MPI_COMM_WORLD,
+                            &reqs[M + 1]));
+        CHECK_MPI(MPI_Waitall(M + 2, reqs, MPI_STATUSES_IGNORE));
+    } else if (1 == test_rank) {
+        CHECK_MPI(MPI_Recv(buf + (size_t)(M + 1) * LEN, LEN, MPI_BYTE, 0, 23, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Recv(buf + (size_t)M * LEN, LEN, MPI_BYTE, 0, 22, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+        for (int i = 0; i < M; ++i) {
+            CHECK_MPI(MPI_Recv(buf + (size_t)i * LEN, LEN, MPI_BYTE, 0, 21, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
+        }
+        for (int i = 0; i < M + 2; ++i) {
+            long bad = test_verify(buf + (size_t)i * LEN, LEN, 0, i);
+            CHECK(bad < 0, "message %d: byte %ld wrong (out of order or corrupt)", i, bad);
+        }
     }
     free(buf);
     free(reqs);
@@ -159,6 +203,8 @@ int main(int argc, char **argv)
     test_recv_first();
     test_section("10,000 sends before any receive, a barrier in between");
     test_send_first();
+    test_section("2,000 sends beyond the credit window, a later tag received first");
+    test_later_tag_first();
     test_section("fan-in with MPI_ANY_SOURCE");
     test_fan_in();
     test_section("64 MiB messages");
