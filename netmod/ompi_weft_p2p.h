@@ -311,8 +311,8 @@ static inline int ompi_weft_objs_open(struct ompi_weft_objs *o, const char *pair
     }
     /* A send weft_tinject took is complete for MPI, and its receiver may wait on
      * it while this process blocks in PMIx (connect, disconnect) or computes:
-     * weft must not keep it queued for this process's next progress. Refused
-     * injects wait in the deferred queue, whose requests MPI waits on. */
+     * weft must not keep it queued for this process's next progress. A refused
+     * inject goes as weft_tsend, whose completion MPI waits on (post_send). */
     const int direct = 1;
     *step = "weft_ep_setopt(WEFT_OPT_INJECT_DIRECT)";
     if (0 != (rc = weft_ep_setopt(o->ep, WEFT_OPT_INJECT_DIRECT, &direct, sizeof(direct)))) {

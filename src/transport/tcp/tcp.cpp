@@ -1143,13 +1143,14 @@ void tcp_iface::dial_connected(sock &s)
     // The peer's kernel took the connection: a process holds that listening
     // socket. Its answer needs its progress, which may be a long computation
     // away, so from here there is no deadline: a peer that dies resets the
-    // socket, and a host that vanishes fails it through keepalive and
-    // TCP_USER_TIMEOUT (tune()). A refusal, or a socket that breaks, arms the
-    // connection's deadline again (dial_failed, on_reply).
+    // socket, and a host that vanishes fails keepalive or TCP_USER_TIMEOUT
+    // (tune()). Without keepalive nothing would notice that host, so the
+    // deadline stays. A refusal, or a socket that breaks, arms the connection's
+    // deadline again (dial_failed, on_reply).
     if (cfg_.keepalive != 0) {
         s.deadline_us = 0;
         c.deadline_us = 0;
-    }  // else nothing would notice a host that vanished after its kernel took our hello
+    }
     send_handshake(s, hs_type::hello, reject_reason::none, s.conn, c.id);
     WEFT_LOG(tcp, debug, "connected to %s for pid %u endpoint %u; hello sent",
              endpoint_text(s.target.to.addr, s.target.to.port).c_str(), c.id.pid, c.id.ep_id);

@@ -922,6 +922,36 @@ TEST_F(tcp_iface_test, connect_to_a_dead_port_fails_the_peer_quickly)
     EXPECT_EQ(a->failed.size(), 1U) << "reported once";
 }
 
+/// A loopback listening socket that accepts (in the kernel) and never answers,
+/// with an endpoint address that names it.
+struct silent_listener {
+    int fd = -1;
+    tl::address addr;
+
+    void open()
+    {
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        ASSERT_GE(fd, 0);
+        sockaddr_in sin{};
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)), 0);
+        ASSERT_EQ(listen(fd, 16), 0);
+        socklen_t len = sizeof(sin);
+        ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&sin), &len), 0);
+        addr = fake_address({weft::core::local_node_id(), 1, 8}, ntohs(sin.sin_port));
+    }
+    /// Close it: the kernel resets the connections still in its accept queue.
+    void close_now()
+    {
+        if (fd >= 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    ~silent_listener() { close_now(); }
+};
+
 /// A listener that accepts (the kernel completes the TCP handshake) but never
 /// answers the hello: a process holds it, and its answer may be a long
 /// computation away, so the peer waits past WEFT_TCP_CONNECT_TIMEOUT without
@@ -933,16 +963,9 @@ TEST_F(tcp_iface_test, a_listener_that_never_answers_keeps_the_peer_waiting_unti
     auto a = open(100);
     auto b = open(101);
     ASSERT_TRUE(a != nullptr && b != nullptr);
-    const int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)), 0);
-    ASSERT_EQ(listen(lfd, 16), 0);
-    socklen_t len = sizeof(sin);
-    ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr *>(&sin), &len), 0);
-    const tl::address silent =
-        fake_address({weft::core::local_node_id(), 1, 8}, ntohs(sin.sin_port));
+    silent_listener l;
+    ASSERT_NO_FATAL_FAILURE(l.open());
+    const tl::address &silent = l.addr;
     tl::conn_id c = tl::invalid_id;
     tl::conn_id cb = tl::invalid_id;
     ASSERT_EQ(a->t->connect(silent, c), status::ok);
@@ -955,7 +978,7 @@ TEST_F(tcp_iface_test, a_listener_that_never_answers_keeps_the_peer_waiting_unti
     ASSERT_TRUE(send_until_taken({a.get(), b.get()}, a.get(), cb, 5));
     ASSERT_TRUE(until({a.get(), b.get()}, [&] { return !b->rx.empty(); }));
     weft::test::expect_log_warnings expect(1);
-    close(lfd);
+    l.close_now();
     const auto start = clock_type::now();
     ASSERT_TRUE(until(
         {a.get(), b.get()}, [&] { return !a->failed.empty(); }, 10000));
@@ -973,16 +996,9 @@ TEST_F(tcp_iface_test, without_keepalive_a_silent_listener_fails_the_peer_after_
     ASSERT_EQ(config_.set("TCP_KEEPALIVE", "0"), status::ok);
     auto a = open(100);
     ASSERT_NE(a, nullptr);
-    const int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)), 0);
-    ASSERT_EQ(listen(lfd, 16), 0);
-    socklen_t len = sizeof(sin);
-    ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr *>(&sin), &len), 0);
-    const tl::address silent =
-        fake_address({weft::core::local_node_id(), 1, 8}, ntohs(sin.sin_port));
+    silent_listener l;
+    ASSERT_NO_FATAL_FAILURE(l.open());
+    const tl::address &silent = l.addr;
     weft::test::expect_log_warnings expect(1);
     tl::conn_id c = tl::invalid_id;
     const auto start = clock_type::now();
@@ -992,7 +1008,7 @@ TEST_F(tcp_iface_test, without_keepalive_a_silent_listener_fails_the_peer_after_
     const auto took = clock_type::now() - start;
     EXPECT_GE(took, std::chrono::milliseconds(250));
     EXPECT_LT(took, std::chrono::seconds(3));
-    close(lfd);
+    l.close_now();
 }
 
 /// Either side of a handshake may compute, without progress, for longer than
