@@ -1253,8 +1253,14 @@ void tcp_iface::on_hello(sock &s, const hs_parsed &p)
         }
         if (c.dial != nullptr) {
             // Both sides connected at once. The smaller endpoint id keeps its
-            // own connection: the larger drops its attempt and takes this one.
-            if (id_less(me_, src)) {
+            // own connection if its hello has left whole: the larger drops its
+            // attempt and takes that one. So a refusal as crossed always means
+            // the refuser's hello is on the wire, and the larger side's wait
+            // for it needs its own progress only, never the refuser's (which
+            // may compute right after this call). An attempt whose hello has
+            // not left is dropped, whichever side: this connection is taken.
+            const bool hello_out = c.dial->state == sock_state::hello_sent && c.dial->tx.empty();
+            if (hello_out && id_less(me_, src)) {
                 ++stats_.crossed_kept;
                 WEFT_LOG(tcp, debug,
                          "simultaneous connect with pid %u endpoint %u: keeping ours (conn %u)",
@@ -1302,9 +1308,9 @@ void tcp_iface::on_reply(sock &s, const hs_parsed &p)
     }
     switch (static_cast<reject_reason>(p.m.reason)) {
         case reject_reason::crossed:
-            // The peer's own connection wins: its hello will come to our
-            // listener (bounded by our connect deadline: the peer is
-            // progressing, it just answered).
+            // The peer's own connection wins: its hello left before this
+            // refusal (on_hello), so our listener gets it with our progress
+            // alone. The deadline guards a network that breaks meanwhile.
             c.dial = nullptr;
             close_sock(&s);
             arm_deadline(ci);
