@@ -905,8 +905,8 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
     }
     // In place, an alltoall's or allreduce's input would be overwritten while
     // others read it. A reduce is in place only at its root, whose input is
-    // read only by the other of 2 members sharing the work, one chunk just
-    // before it writes that chunk's result there.
+    // read in parts: part m only by member m, one chunk just before it writes
+    // that chunk's result there.
     const bool in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
     if (g.size == 2) {
         switch (a.type) {
@@ -927,11 +927,15 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
     // what fits a slot stays on the stage, and so do allgathers the stage
     // takes in pieces; allreduce only in parts (every member reading every
     // input whole was 2.2-3.3x the pieces' time; in parts 0.67-0.75x from
-    // 1 MiB), reduce not at all (in parts 1.05-1.37x the stage's and message
-    // path's time: on 2 cores the reads' cost counts, not their parallelism).
+    // 1 MiB), reduce in parts only above the pieces (there 0.68-0.94x the
+    // message path's time; the pieces' were 0.5-0.9x the parts' at 512 KiB-1
+    // MiB: on 2 cores the reads' cost counts, not their parallelism).
     switch (a.type) {
         case WEFT_COLL_ALLREDUCE:
             return !in_place && !shm_takes(g, a) && reduction_in_parts(a, g.size, st->direct_min);
+        case WEFT_COLL_REDUCE:  // in place only at the root: every member decides alike
+            return !shm_takes(g, a) && !shm_takes_large(g, a) &&
+                   reduction_in_parts(a, g.size, st->direct_min);
         case WEFT_COLL_BCAST:
         case WEFT_COLL_GATHER:
         case WEFT_COLL_SCATTER:
@@ -1247,10 +1251,15 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
             // the whole vector, for us.
             const bool keep = all || root;     // the result is ours too
             std::byte *res = tmp + n * chunk;  // a reduce's non-root in parts: its result chunk
+            const std::size_t begin = parts ? part_start(a, n, me) * es : 0;
             const std::size_t end = parts ? part_start(a, n, me + 1) * es : bytes;
-            for (std::size_t off = parts ? part_start(a, n, me) * es : 0; off < end && status == 0;
-                 off += chunk) {
-                const std::size_t m = std::min(chunk, end - off);
+            // Equal chunks of at most `chunk`, so that none is much smaller: a
+            // read below the transport's single-copy minimum goes through
+            // active messages, which wait for the owner's progress.
+            const std::size_t pieces = std::max<std::size_t>(1, (end - begin + chunk - 1) / chunk);
+            const std::size_t step = ((end - begin) / es + pieces - 1) / pieces * es;
+            for (std::size_t off = begin; off < end && status == 0; off += step) {
+                const std::size_t m = std::min(step, end - off);
                 for (std::uint32_t p = 0; p < n; ++p) {
                     if (p != me) {
                         read(p, off, tmp + p * chunk, m);
@@ -1260,10 +1269,16 @@ int shm_run_direct(group &g, const weft_coll_args &a, combine_fn combine)
                 if (status != 0) {
                     break;
                 }
-                auto from = [&](std::uint32_t p) -> const std::byte * {
-                    return p == me ? own + off : tmp + p * chunk;
-                };
                 std::byte *dst = keep ? out + off : res;
+                // In place (a reduce's root), our input is dst: an operand of
+                // the first combine as member 0 or 1, else copied out first.
+                const bool aside = own + off == dst && me >= 2;
+                if (aside) {
+                    copy_bytes(tmp + me * chunk, dst, m);
+                }
+                auto from = [&](std::uint32_t p) -> const std::byte * {
+                    return p == me && !aside ? own + off : tmp + p * chunk;
+                };
                 combine(dst, from(0), from(1), m / es);
                 for (std::uint32_t p = 2; p < n; ++p) {
                     combine(dst, dst, from(p), m / es);

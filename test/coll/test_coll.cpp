@@ -1968,11 +1968,14 @@ TEST(CollLarge, single_copy)
                                 const std::string w = (all ? "allreduce" : "reduce") + at +
                                                       (in_place ? " in place" : "");
                                 run_ok(e, a, w);
-                                // More than 2 members: allreduce only, in parts of at
-                                // least the threshold each (docs/collectives.md).
-                                const bool on_path =
-                                    !(all && in_place) &&
-                                    (n == 2 || (all && count / un * 4 >= threshold));
+                                // More than 2 members: in parts of at least the
+                                // threshold each (a reduce's root weighs 5, the
+                                // others 3; docs/collectives.md), a reduce in place
+                                // at its root too (at roots 2 and 3 its input is
+                                // not an operand of the first combine).
+                                const bool parts = all ? count / un * 4 >= threshold
+                                                       : count * 3 / (3 * un + 2) * 4 >= threshold;
+                                const bool on_path = !(all && in_place) && (n == 2 || parts);
                                 calls += on_path ? 1 : 0;
                                 if (all || me == root) {
                                     same_floats(res, direct && on_path, w);
