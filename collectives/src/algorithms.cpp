@@ -604,6 +604,32 @@ void alltoallv_pairwise(plan_ctx &p, const void *send, const std::size_t *scnt,
     }
 }
 
+/// Linear: every member posts its sends and receives at once, a batch of at
+/// most `batch` peers per round (MPICH's isend/irecv alltoall with its
+/// throttle; WEFT_COLL_ALLTOALL_BATCH): no member waits for one partner
+/// before the next, which with more processes than cores is a wait for that
+/// partner to be scheduled. Within a batch the peers are taken in pairwise
+/// order (me + k, me - k), so that members do not all send to the same one
+/// first.
+void alltoallv_linear(plan_ctx &p, const void *send, const std::size_t *scnt,
+                      const std::size_t *sdisp, void *recv, const std::size_t *rcnt,
+                      const std::size_t *rdisp, std::size_t batch)
+{
+    const std::uint32_t n = p.n;
+    const std::size_t linear_batch = std::max<std::size_t>(1, batch);
+    p.b.copy(at(recv, rdisp[p.me]), at(send, sdisp[p.me]), std::min(scnt[p.me], rcnt[p.me]));
+    for (std::uint32_t k = 1; k < n; ++k) {
+        const std::uint32_t to = (p.me + k) % n;
+        const std::uint32_t from = (p.me + n - k) % n;
+        p.b.recv(from, at(recv, rdisp[from]), rcnt[from]);
+        p.b.send(to, at(send, sdisp[to]), scnt[to]);
+        if (k % linear_batch == 0) {
+            p.b.end_round();
+        }
+    }
+    p.b.end_round();
+}
+
 // ------------------------------------------------------------------ scan
 
 void scan_recursive_doubling(plan_ctx &p, const void *in, void *recv, std::size_t count,
@@ -837,11 +863,16 @@ int plan(request &r)
         case WEFT_COLL_ALLTOALL:
         case WEFT_COLL_ALLTOALLV: {
             const bool v = a.type == WEFT_COLL_ALLTOALLV;
-            if (!choose(!v && bytes <= c.alltoall_small && n > 2 ? WEFT_COLL_ALG_BRUCK
-                                                                 : WEFT_COLL_ALG_PAIRWISE,
-                        v ? std::initializer_list<weft_coll_algorithm>{WEFT_COLL_ALG_PAIRWISE}
-                          : std::initializer_list<weft_coll_algorithm>{WEFT_COLL_ALG_PAIRWISE,
-                                                                       WEFT_COLL_ALG_BRUCK})) {
+            const weft_coll_algorithm automatic =
+                !v && bytes <= c.alltoall_small && n > 2 ? WEFT_COLL_ALG_BRUCK
+                : !v && bytes <= c.alltoall_medium       ? WEFT_COLL_ALG_LINEAR
+                                                         : WEFT_COLL_ALG_PAIRWISE;
+            if (!choose(
+                    automatic,
+                    v ? std::initializer_list<weft_coll_algorithm>{WEFT_COLL_ALG_PAIRWISE,
+                                                                   WEFT_COLL_ALG_LINEAR}
+                      : std::initializer_list<weft_coll_algorithm>{
+                            WEFT_COLL_ALG_PAIRWISE, WEFT_COLL_ALG_LINEAR, WEFT_COLL_ALG_BRUCK})) {
                 return refuse("not an alltoall algorithm");
             }
             std::vector<std::size_t> scnt(n);
@@ -869,6 +900,9 @@ int plan(request &r)
             }
             if (alg == WEFT_COLL_ALG_BRUCK) {
                 alltoall_bruck(p, send, a.recvbuf, bytes);
+            } else if (alg == WEFT_COLL_ALG_LINEAR) {
+                alltoallv_linear(p, send, scnt.data(), sdisp.data(), a.recvbuf, rcnt.data(),
+                                 rdisp.data(), c.alltoall_batch);
             } else {
                 alltoallv_pairwise(p, send, scnt.data(), sdisp.data(), a.recvbuf, rcnt.data(),
                                    rdisp.data());

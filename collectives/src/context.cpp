@@ -23,6 +23,8 @@ constexpr const char *known_vars[] = {"WEFT_COLL_BCAST_LARGE",
                                       "WEFT_COLL_ALLGATHER_SMALL",
                                       "WEFT_COLL_ROOTED_SMALL",
                                       "WEFT_COLL_ALLTOALL_SMALL",
+                                      "WEFT_COLL_ALLTOALL_MEDIUM",
+                                      "WEFT_COLL_ALLTOALL_BATCH",
                                       "WEFT_COLL_REDUCE_SCATTER_SMALL",
                                       "WEFT_COLL_CACHE",
                                       "WEFT_COLL_TRIGGERED",
@@ -750,6 +752,8 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
     c->allgather_small = env_size("WEFT_COLL_ALLGATHER_SMALL", c->allgather_small);
     c->rooted_small = env_size("WEFT_COLL_ROOTED_SMALL", c->rooted_small);
     c->alltoall_small = env_size("WEFT_COLL_ALLTOALL_SMALL", c->alltoall_small);
+    c->alltoall_medium = env_size("WEFT_COLL_ALLTOALL_MEDIUM", c->alltoall_medium);
+    c->alltoall_batch = env_size("WEFT_COLL_ALLTOALL_BATCH", c->alltoall_batch);
     c->reduce_scatter_small = env_size("WEFT_COLL_REDUCE_SCATTER_SMALL", c->reduce_scatter_small);
     c->cache_size = env_size("WEFT_COLL_CACHE", c->cache_size);
     c->shm_slot = env_size("WEFT_COLL_SHM_SLOT", c->shm_slot);

@@ -109,7 +109,7 @@ enum weft_coll_algorithm {
     WEFT_COLL_ALG_DISSEMINATION,      /**< barrier */
     WEFT_COLL_ALG_BINOMIAL,           /**< bcast, reduce, gather, scatter */
     WEFT_COLL_ALG_SCATTER_ALLGATHER,  /**< bcast: scatter, then ring allgather */
-    WEFT_COLL_ALG_LINEAR,             /**< gather(v), scatter(v), alltoallv: root or all to all */
+    WEFT_COLL_ALG_LINEAR,             /**< gather(v), scatter(v), alltoall(v): all posted at once */
     WEFT_COLL_ALG_RECURSIVE_DOUBLING, /**< allreduce, allgather (powers of two), scan, exscan */
     WEFT_COLL_ALG_RABENSEIFNER,       /**< allreduce, reduce: reduce-scatter by halving + gather */
     WEFT_COLL_ALG_RING,               /**< allreduce, allgather(v), reduce-scatter(-block) */
