@@ -178,6 +178,7 @@ struct weft_coll_context {
     std::size_t alltoall_small = 256;
     std::size_t alltoall_medium = 32 * 1024;
     std::size_t alltoall_batch = 32;
+    std::size_t rndv_thresh = 64 * 1024;  ///< WEFT_COLL_RNDV_THRESH: the endpoint's rendezvous
     std::size_t reduce_scatter_small = 8 * 1024;
     std::size_t cache_size = 16;
     std::size_t shm_slot = 64 * 1024;     ///< WEFT_COLL_SHM_SLOT (0: no shared-memory stage)

@@ -25,6 +25,7 @@ constexpr const char *known_vars[] = {"WEFT_COLL_BCAST_LARGE",
                                       "WEFT_COLL_ALLTOALL_SMALL",
                                       "WEFT_COLL_ALLTOALL_MEDIUM",
                                       "WEFT_COLL_ALLTOALL_BATCH",
+                                      "WEFT_COLL_RNDV_THRESH",
                                       "WEFT_COLL_REDUCE_SCATTER_SMALL",
                                       "WEFT_COLL_CACHE",
                                       "WEFT_COLL_TRIGGERED",
@@ -728,6 +729,15 @@ int weft_coll_context_open(weft_domain_t *domain, const struct weft_info *info,
         // counted send (advance).
         const int direct = 1;
         rc = weft_ep_setopt(c->ep, WEFT_OPT_INJECT_DIRECT, &direct, sizeof(direct));
+    }
+    if (rc == 0) {
+        // Messages up to WEFT_COLL_RNDV_THRESH go eagerly: a schedule's send
+        // then completes without its receiver, which may not be running (more
+        // processes than cores) or may post its receive later in its own
+        // schedule (docs/collectives.md, "Configuration").
+        c->rndv_thresh = env_size("WEFT_COLL_RNDV_THRESH", c->rndv_thresh);
+        rc =
+            weft_ep_setopt(c->ep, WEFT_OPT_RNDV_THRESHOLD, &c->rndv_thresh, sizeof(c->rndv_thresh));
     }
     if (rc == 0) {
         rc = weft_ep_enable(c->ep);

@@ -568,6 +568,17 @@ enum weft_ep_opt {
      * progress for the rest.
      */
     WEFT_OPT_INJECT_DIRECT,
+    /**
+     * size_t: this endpoint's tagged sends longer than this go as a rendezvous
+     * (the receiver takes the data once it has matched the message); up to it,
+     * eagerly (the data travels with the message, a send completes without the
+     * receiver). Set before weft_ep_enable(); each side decides its own sends.
+     * Default: the WEFT_RNDV_THRESH configuration variable. With
+     * WEFT_VARIABLE_MSG, a WEFT_OPT_VAR_MSG_THRESHOLD that was set decides
+     * instead (one threshold for both there). For a layer whose peers often run
+     * later than the sender (more processes than cores, collectives).
+     */
+    WEFT_OPT_RNDV_THRESHOLD,
 };
 
 /** Set an option (before weft_ep_enable()). */

@@ -1203,6 +1203,13 @@ int weft_ep_setopt(weft_ep_t *ep, int opt, const void *val, size_t len)
             std::memcpy(&ep->var_thresh, val, sizeof(size_t));
             ep->var_thresh_set = true;
             return 0;
+        case WEFT_OPT_RNDV_THRESHOLD:
+            if (len != sizeof(size_t) || ep->enabled) {
+                return -WEFT_EINVAL;
+            }
+            std::memcpy(&ep->rndv_thresh, val, sizeof(size_t));
+            ep->rndv_thresh_set = true;
+            return 0;
         case WEFT_OPT_INJECT_DIRECT: {
             int on = 0;
             if (len != sizeof(on) || ep->enabled) {
@@ -1238,6 +1245,9 @@ int weft_ep_getopt(weft_ep_t *ep, int opt, void *val, size_t *len)
             break;
         case WEFT_OPT_VAR_MSG_THRESHOLD:
             v = ep->var_thresh_set ? ep->var_thresh : ep->domain->cfg.rndv_thresh;
+            break;
+        case WEFT_OPT_RNDV_THRESHOLD:
+            v = ep_rndv_thresh(*ep);
             break;
         case WEFT_OPT_INJECT_DIRECT: {
             const int on = ep->inject_direct ? 1 : 0;

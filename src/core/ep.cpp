@@ -421,10 +421,8 @@ int ep_enable(weft_ep *ep)
         ep->tls.clear();
         return -WEFT_EINVAL;
     }
-    // Variable messages: the application's threshold (the same on both sides) is
-    // also where this endpoint switches its own sends to rendezvous.
     const bool variable = (ep->info.caps & WEFT_VARIABLE_MSG) != 0;
-    const std::size_t rndv = variable && ep->var_thresh_set ? ep->var_thresh : cfg.rndv_thresh;
+    const std::size_t rndv = ep_rndv_thresh(*ep);
     const proto::stack_params sp{
         .channel = {.tx_size = cfg.tx_size,
                     .credit_cfg = credits,

@@ -259,6 +259,8 @@ struct weft_ep {
     std::uint32_t ep_id = 0;
     std::size_t var_thresh = 0;  ///< WEFT_OPT_VAR_MSG_THRESHOLD
     bool var_thresh_set = false;
+    std::size_t rndv_thresh = 0;  ///< WEFT_OPT_RNDV_THRESHOLD
+    bool rndv_thresh_set = false;
     bool inject_direct = false;  ///< WEFT_OPT_INJECT_DIRECT
     weft::transport::address addr;
     std::vector<std::unique_ptr<weft::transport::iface>> tls;
@@ -284,3 +286,14 @@ struct weft_ep {
                (parked_head != nullptr);
     }
 };
+
+/// Where this endpoint's tagged sends switch to rendezvous: with variable
+/// messages, the application's threshold (the same on both sides) when set;
+/// else WEFT_OPT_RNDV_THRESHOLD when set; else WEFT_RNDV_THRESH.
+[[nodiscard]] inline std::size_t ep_rndv_thresh(const weft_ep &ep) noexcept
+{
+    if ((ep.info.caps & WEFT_VARIABLE_MSG) != 0 && ep.var_thresh_set) {
+        return ep.var_thresh;
+    }
+    return ep.rndv_thresh_set ? ep.rndv_thresh : ep.domain->cfg.rndv_thresh;
+}

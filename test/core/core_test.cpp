@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -100,8 +101,10 @@ struct shm_pair {
     std::uint8_t addr[2][256] = {};
 
     /// False when this build or machine has no shm transport (the caller skips).
-    /// `inject_direct`: set WEFT_OPT_INJECT_DIRECT on both endpoints.
-    bool open(const weft_config_t *config = nullptr, bool inject_direct = false)
+    /// `inject_direct`: set WEFT_OPT_INJECT_DIRECT on both endpoints;
+    /// `rndv0`: WEFT_OPT_RNDV_THRESHOLD on endpoint 0.
+    bool open(const weft_config_t *config = nullptr, bool inject_direct = false,
+              const std::size_t *rndv0 = nullptr)
     {
         info_ptr hints(weft_info_alloc());
         std::snprintf(hints->transport, sizeof(hints->transport), "shm");
@@ -123,6 +126,9 @@ struct shm_pair {
             if (inject_direct) {
                 const int on = 1;
                 EXPECT_EQ(weft_ep_setopt(ep[i], WEFT_OPT_INJECT_DIRECT, &on, sizeof(on)), 0);
+            }
+            if (rndv0 != nullptr && i == 0) {
+                EXPECT_EQ(weft_ep_setopt(ep[i], WEFT_OPT_RNDV_THRESHOLD, rndv0, sizeof(*rndv0)), 0);
             }
             EXPECT_EQ(weft_ep_enable(ep[i]), 0);
             std::size_t len = sizeof(addr[i]);
@@ -640,6 +646,75 @@ TEST(av, directed_receive_finds_messages_that_came_before_the_sender_was_inserte
         }
     }
     EXPECT_EQ(sends_done, 1) << "the rendezvous send's completion";
+}
+
+// WEFT_OPT_RNDV_THRESHOLD: A's sends up to 64 KiB go eagerly, so a 48 KiB
+// send completes while B makes no call at all (nothing posted, no progress);
+// a 96 KiB one is a rendezvous and completes only once B has matched it. B's
+// own sends keep WEFT_RNDV_THRESH (the option is per endpoint).
+TEST(rndv, the_threshold_option_moves_where_sends_wait_for_the_receiver)
+{
+    const std::size_t thresh = 64 * 1024;
+    shm_pair pair;
+    if (!pair.open(nullptr, false, &thresh)) {
+        GTEST_SKIP() << "no shm transport in this build or on this machine";
+    }
+    auto &ep = pair.ep;
+    auto &cq = pair.cq;
+    std::size_t v = 0;
+    std::size_t len = sizeof(v);
+    ASSERT_EQ(weft_ep_getopt(ep[0], WEFT_OPT_RNDV_THRESHOLD, &v, &len), 0);
+    EXPECT_EQ(v, thresh);
+    len = sizeof(v);
+    ASSERT_EQ(weft_ep_getopt(ep[1], WEFT_OPT_RNDV_THRESHOLD, &v, &len), 0);
+    EXPECT_EQ(v, std::size_t(16 * 1024)) << "the default: WEFT_RNDV_THRESH";
+    EXPECT_EQ(weft_ep_setopt(ep[0], WEFT_OPT_RNDV_THRESHOLD, &thresh, sizeof(thresh)), -WEFT_EINVAL)
+        << "set after weft_ep_enable";
+    EXPECT_EQ(weft_ep_setopt(ep[0], WEFT_OPT_RNDV_THRESHOLD, &thresh, 4), -WEFT_EINVAL);
+    weft_addr_t b_at_a = 0;
+    weft_addr_t a_at_b = 0;
+    ASSERT_EQ(weft_av_insert(pair.av[0], pair.addr[1], 1, &b_at_a, 0), 1);
+    ASSERT_EQ(weft_av_insert(pair.av[1], pair.addr[0], 1, &a_at_b, 0), 1);
+    // A's completion for its send with context `want`, progressing A only,
+    // within `ms`.
+    auto completed = [&](void *want, int ms) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+        while (std::chrono::steady_clock::now() < end) {
+            weft_cq_tagged_entry e{};
+            const ssize_t k = weft_cq_read(cq[0], &e, 1);
+            if (k == 1) {
+                EXPECT_EQ(e.op_context, want);
+                return true;
+            }
+            EXPECT_EQ(k, -WEFT_EAGAIN);
+        }
+        return false;
+    };
+    auto receive = [&](std::size_t n, std::uint8_t fill) {
+        std::vector<std::uint8_t> got(n, 0);
+        ASSERT_EQ(weft_trecv(ep[1], got.data(), got.size(), nullptr, a_at_b, 9, 0, nullptr), 0);
+        weft_cq_tagged_entry e{};
+        ssize_t k = 0;
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while ((k = weft_cq_read(cq[1], &e, 1)) == -WEFT_EAGAIN &&
+               std::chrono::steady_clock::now() < end) {
+            (void)weft_cq_read(cq[0], nullptr, 0);  // A serves a rendezvous
+        }
+        ASSERT_EQ(k, 1);
+        EXPECT_EQ(e.len, n);
+        EXPECT_EQ(std::count(got.begin(), got.end(), fill), static_cast<std::ptrdiff_t>(n));
+    };
+    std::vector<std::uint8_t> eager(48 * 1024, 0x5a);
+    int eager_ctx = 0;
+    ASSERT_EQ(weft_tsend(ep[0], eager.data(), eager.size(), nullptr, b_at_a, 9, &eager_ctx), 0);
+    EXPECT_TRUE(completed(&eager_ctx, 2000)) << "48 KiB waited for the receiver";
+    std::vector<std::uint8_t> rndv(96 * 1024, 0xa5);
+    int rndv_ctx = 0;
+    ASSERT_EQ(weft_tsend(ep[0], rndv.data(), rndv.size(), nullptr, b_at_a, 9, &rndv_ctx), 0);
+    EXPECT_FALSE(completed(&rndv_ctx, 200)) << "96 KiB completed before the receiver matched it";
+    receive(eager.size(), 0x5a);
+    receive(rndv.size(), 0xa5);
+    EXPECT_TRUE(completed(&rndv_ctx, 5000)) << "the rendezvous send's completion";
 }
 
 // WEFT_OPT_INJECT_DIRECT (MPI's progress rule): an inject that returned 0 is on
