@@ -909,15 +909,25 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
     // that chunk's result there.
     const bool in_place = a.sendbuf == WEFT_COLL_IN_PLACE;
     if (g.size == 2) {
+        // A bcast or reduction stays on the stage while it fits a slot, or four
+        // slots' worth in pieces: measured 0.43-0.60x the single copy's time in
+        // one slot (64 KiB), 0.53-0.94x in pieces at 128-256 KiB
+        // (docs/performance.md, "Two members: bcasts and reductions on the
+        // stage up to four slots").
+        const bool staged =
+            shm_takes(g, a) || (shm_takes_large(g, a) &&
+                                a.count * size_of(raw(a.datatype)) <= 4 * std::size_t(g.shm->slot));
         switch (a.type) {
             case WEFT_COLL_BCAST:
+            case WEFT_COLL_REDUCE:
+                return !staged;
             case WEFT_COLL_ALLGATHER:
             case WEFT_COLL_GATHER:
             case WEFT_COLL_SCATTER:
-            case WEFT_COLL_REDUCE:
                 return true;
-            case WEFT_COLL_ALLTOALL:
             case WEFT_COLL_ALLREDUCE:
+                return !in_place && !staged;
+            case WEFT_COLL_ALLTOALL:
                 return !in_place;
             default:
                 return false;

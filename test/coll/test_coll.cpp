@@ -1750,6 +1750,74 @@ bool cma_between_siblings()
     return ok && (cma == nullptr || (cma[0] != 'n' && cma[0] != '0'));
 }
 
+// Two members: a bcast, reduce or allreduce whose blocks reach the single-copy
+// threshold stays on the stage while it fits a slot, or four slots in pieces
+// (docs/collectives.md, "Single copy"); one word more goes single copy.
+// Results checked.
+TEST(CollLarge, two_members_keep_bcasts_and_reductions_on_the_stage_up_to_four_slots)
+{
+    if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
+        GTEST_SKIP() << "shm unavailable";
+    }
+    oob_area oob;
+    ASSERT_NE(oob.mem, nullptr);
+    ASSERT_TRUE(weft::test::run_ranks(2, transport(), [&](rank_ctx &c) {
+        setenv("WEFT_COLL_SHM_DIRECT", "8192", 1);  // this child only
+        setenv("WEFT_COLL_SHM_SLOT", "16384", 1);
+        coll_env e(c, oob.mem);
+        const int me = c.rank;
+        for (const std::size_t count :
+             {std::size_t(4096), std::size_t(16384), std::size_t(16385)}) {  // words
+            const weft_coll_path path = count <= 4096    ? WEFT_COLL_PATH_STAGE
+                                        : count <= 16384 ? WEFT_COLL_PATH_STAGE_PIECES
+                                                         : WEFT_COLL_PATH_SINGLE_COPY;
+            for (const weft_coll_type type :
+                 {WEFT_COLL_BCAST, WEFT_COLL_REDUCE, WEFT_COLL_ALLREDUCE}) {
+                const std::string w = std::string(weft_coll_type_name(type)) + " of " +
+                                      std::to_string(count) + " words on rank " +
+                                      std::to_string(me);
+                std::vector<std::uint32_t> in(count);
+                std::vector<std::uint32_t> out(count, 0);
+                for (std::size_t i = 0; i < count; ++i) {
+                    in[i] = std::uint32_t(i * 2654435761u) + std::uint32_t(me);
+                }
+                weft_coll_args a{};
+                a.type = type;
+                a.datatype = WEFT_COLL_UINT32;
+                a.op = WEFT_COLL_SUM;
+                a.root = 0;
+                a.count = count;
+                if (type == WEFT_COLL_BCAST) {
+                    a.recvbuf = me == 0 ? in.data() : out.data();
+                } else {
+                    a.sendbuf = in.data();
+                    a.recvbuf = out.data();
+                }
+                const std::uint64_t before = weft_coll_group_calls(e.g, path);
+                const std::uint64_t direct = weft_coll_group_calls(e.g, WEFT_COLL_PATH_SINGLE_COPY);
+                run_ok(e, a, w);
+                WEFT_TCHECK_EQ(weft_coll_group_calls(e.g, path) - before, std::uint64_t(1));
+                WEFT_TCHECK_EQ(weft_coll_group_calls(e.g, WEFT_COLL_PATH_SINGLE_COPY) - direct,
+                               std::uint64_t(path == WEFT_COLL_PATH_SINGLE_COPY ? 1 : 0));
+                if (type == WEFT_COLL_BCAST && me == 0) {
+                    continue;
+                }
+                if (type == WEFT_COLL_REDUCE && me != 0) {
+                    continue;
+                }
+                std::size_t wrong = 0;
+                for (std::size_t i = 0; i < count; ++i) {
+                    const std::uint32_t want = type == WEFT_COLL_BCAST
+                                                   ? std::uint32_t(i * 2654435761u)
+                                                   : 2 * std::uint32_t(i * 2654435761u) + 1;
+                    wrong += out[i] != want ? 1 : 0;
+                }
+                WEFT_TCHECK_MSG(wrong == 0, w + ": " + std::to_string(wrong) + " wrong words");
+            }
+        }
+    }));
+}
+
 TEST(CollLarge, single_copy_partner_fails)
 {
     if (!weft::test::transport_unavailable(transport(), weft::test::base_caps).empty()) {
@@ -1855,15 +1923,14 @@ TEST(CollLarge, single_copy)
             ASSERT_TRUE(weft::test::run_ranks(
                 n, transport(),
                 [&](rank_ctx &c) {
-                    // This child only. With more than 2 members only what the
-                    // stage does not take goes single copy: a slot smaller
-                    // than the blocks, and no pieces.
+                    // This child only. Only what the stage does not take goes
+                    // single copy (2 members: bcasts and reductions that fit a
+                    // slot stay there): a slot smaller than the blocks, and no
+                    // pieces.
                     setenv("WEFT_COLL_SHM_DIRECT", off ? "0" : std::to_string(threshold).c_str(),
                            1);
-                    if (n > 2) {
-                        setenv("WEFT_COLL_SHM_SLOT", "4096", 1);
-                        setenv("WEFT_COLL_SHM_LARGE", "0", 1);
-                    }
+                    setenv("WEFT_COLL_SHM_SLOT", "4096", 1);
+                    setenv("WEFT_COLL_SHM_LARGE", "0", 1);
                     coll_env e(c, oob.mem);
                     const int me = c.rank;
                     const auto un = std::size_t(n);
