@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "base/pid.hpp"
 #include "base/topo.hpp"
 #include "transport/shm/shm.hpp"
 
@@ -52,7 +53,7 @@ class shm_md final : public memory_domain {
         : nslots_(p.nslots),
           keys_(p.keys),
           placement_(p.placement),
-          pid_(static_cast<std::uint32_t>(getpid())),
+          pid_(base::self_pid()),
           serial_(next_serial.fetch_add(1, std::memory_order_relaxed)),
           name_(md_table_name(pid_, serial_))
     {
@@ -60,7 +61,7 @@ class shm_md final : public memory_domain {
 
     ~shm_md() override
     {
-        if (static_cast<std::uint32_t>(getpid()) != pid_) {
+        if (base::self_pid() != pid_) {
             return;  // a forked child's copy: the table and allocations are its parent's
         }
         // Allocations not freed go with the domain (weft_mr_close frees them
@@ -99,7 +100,7 @@ class shm_md final : public memory_domain {
             return status::ok;
         }
         const std::lock_guard g(mutex_);
-        if (static_cast<std::uint32_t>(getpid()) != pid_) {
+        if (base::self_pid() != pid_) {
             // A forked child of the domain's creator: writing the table would
             // publish its addresses under its parent's pid. Active messages.
             return status::ok;
@@ -137,7 +138,7 @@ class shm_md final : public memory_domain {
             return status::not_supported;
         }
         const std::lock_guard g(mutex_);
-        if (static_cast<std::uint32_t>(getpid()) != pid_) {
+        if (base::self_pid() != pid_) {
             return status::not_supported;  // a forked child: names are its parent's
         }
         const std::uint32_t id = next_mem_id.fetch_add(1, std::memory_order_relaxed);
@@ -213,7 +214,7 @@ class shm_md final : public memory_domain {
         const auto gen = static_cast<std::uint32_t>(handle >> 32);
         const std::lock_guard g(mutex_);
         if (slot >= regions_.size() || !regions_[slot].live || regions_[slot].gen != gen ||
-            static_cast<std::uint32_t>(getpid()) != pid_) {
+            base::self_pid() != pid_) {
             return;  // registered without a slot, not ours, or the parent's table
         }
         kill_slot(slot);
