@@ -922,10 +922,9 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
             case WEFT_COLL_REDUCE:
                 return !staged;
             case WEFT_COLL_ALLGATHER:
-                // One exchange of a message each way: up to the threshold
-                // itself those go eagerly (the library's endpoint, 64 KiB) and
-                // took 0.62x the single copy's time at 64 KiB.
-                return a.count * size_of(raw(a.datatype)) > st->direct_min;
+                // Its block in our slot: the stage while it fits (64 KiB:
+                // 0.59x the single copy's time).
+                return !shm_takes(g, a);
             case WEFT_COLL_GATHER:
             case WEFT_COLL_SCATTER:
                 return true;

@@ -20,6 +20,13 @@ void refresh_pid() noexcept
 
 }  // namespace
 
+namespace {
+// Read once when the library is loaded, on the loading thread, before the
+// caller can start threads: a fork() can then never copy the function-local
+// static's guard half-taken (the child's first call would wait for ever).
+[[maybe_unused]] const std::uint32_t pid_at_load = self_pid();
+}  // namespace
+
 std::uint32_t self_pid() noexcept
 {
     static const bool registered = [] {

@@ -11,9 +11,10 @@
 
 namespace weft::base {
 
-/// The calling process's pid: read once, and again in every child fork()
-/// makes (a pthread_atfork child handler). A child made without fork() (a raw
-/// clone or vfork) that calls into weft before exec would see its parent's pid.
+/// The calling process's pid: read when the library is loaded, and again in
+/// every child fork() makes (a pthread_atfork child handler). A child made
+/// without fork()'s handlers (_Fork, a raw clone or vfork) that calls into
+/// weft before exec would see its parent's pid: not supported.
 [[nodiscard]] std::uint32_t self_pid() noexcept;
 
 }  // namespace weft::base

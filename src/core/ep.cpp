@@ -434,7 +434,9 @@ int ep_enable(weft_ep *ep)
                 .rndv_thresh = rndv,
                 .rndv_get_min = cfg.rndv_get_min,
                 .variable = variable,
-                .var_thresh = rndv,
+                // The variable-message threshold is both sides' (set, or the
+                // configuration's): WEFT_OPT_RNDV_THRESHOLD moves only our sends.
+                .var_thresh = variable && ep->var_thresh_set ? ep->var_thresh : cfg.rndv_thresh,
                 .unexpected_rndv_max = cfg.unexpected_rndv_max,
                 .inject_direct = ep->inject_direct},
     };

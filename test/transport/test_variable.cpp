@@ -659,6 +659,75 @@ TEST_P(transport_variable, threshold_option_set_before_enable)
     ASSERT_TRUE(result);
 }
 
+// WEFT_OPT_RNDV_THRESHOLD moves only this endpoint's switch to rendezvous, not
+// the variable-message threshold, which both sides share: with it set far
+// above WEFT_RNDV_THRESH (and no WEFT_OPT_VAR_MSG_THRESHOLD), a message one
+// byte above WEFT_RNDV_THRESH to itself is still a notification, not a match
+// of the posted receive.
+TEST_P(transport_variable, rendezvous_option_leaves_the_variable_threshold)
+{
+    const ::testing::AssertionResult result = run_var(1, [](rank_ctx &c) {
+        weft_cq_t *cq = nullptr;
+        weft_av_t *av = nullptr;
+        weft_ep_t *ep = nullptr;
+        weft_cq_attr cq_attr{};
+        cq_attr.format = WEFT_CQ_FORMAT_TAGGED;
+        WEFT_TCHECK_OK(weft_cq_open(c.domain, &cq_attr, &cq));
+        weft_av_attr av_attr{};
+        WEFT_TCHECK_OK(weft_av_open(c.domain, &av_attr, &av));
+        WEFT_TCHECK_OK(weft_ep_open(c.domain, c.info, &ep, nullptr));
+        WEFT_TCHECK_OK(weft_ep_bind_cq(ep, cq, WEFT_TRANSMIT | WEFT_RECV));
+        WEFT_TCHECK_OK(weft_ep_bind_av(ep, av));
+        const std::size_t rndv = 1 << 20;
+        WEFT_TCHECK_OK(weft_ep_setopt(ep, WEFT_OPT_RNDV_THRESHOLD, &rndv, sizeof(rndv)));
+        WEFT_TCHECK_OK(weft_ep_enable(ep));
+        std::size_t var = 0;
+        std::size_t len = sizeof(var);
+        WEFT_TCHECK_OK(weft_ep_getopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &var, &len));
+        WEFT_TCHECK_MSG(var < rndv, "the variable threshold followed the rendezvous option");
+        unsigned char name[256];
+        std::size_t name_len = sizeof(name);
+        WEFT_TCHECK_OK(weft_ep_getname(ep, name, &name_len));
+        weft_addr_t self = WEFT_ADDR_NOTAVAIL;
+        WEFT_TCHECK_EQ(weft_av_insert(av, name, 1, &self, 0), 1);
+        std::vector<unsigned char> s(var + 1);
+        fill_pattern(s.data(), s.size(), seed_of(3, 0x7d));
+        std::vector<unsigned char> posted(2 * var, fill_byte);
+        WEFT_TCHECK_OK(weft_trecv(ep, posted.data(), posted.size(), nullptr, WEFT_ADDR_UNSPEC, 0x7D,
+                                  0, op_ctx(1)));
+        WEFT_TCHECK_OK(weft_tsend(ep, s.data(), s.size(), nullptr, self, 0x7D, op_ctx(11)));
+        // The first entry that is not the send's: the notification, not the
+        // posted receive's completion.
+        weft_cq_tagged_entry got{};
+        bool found = false;
+        for (int spins = 0; !found && spins < 10000000; ++spins) {
+            weft_cq_tagged_entry e{};
+            const ssize_t n = weft_cq_read(cq, &e, 1);
+            WEFT_TCHECK_MSG(n == 1 || n == -WEFT_EAGAIN,
+                            "weft_cq_read returned " + std::to_string(n));
+            if (n == 1 && e.op_context != op_ctx(11)) {
+                got = e;
+                found = true;
+            }
+        }
+        WEFT_TCHECK_MSG(found, "no entry for the message");
+        WEFT_TCHECK_MSG((got.flags & WEFT_VARIABLE_MSG) != 0,
+                        "a message above the shared threshold matched the posted receive");
+        if ((got.flags & WEFT_VARIABLE_MSG) != 0) {
+            check_notification(got);
+            auto *note = static_cast<weft_var_context *>(got.op_context);
+            weft_msg_tagged m{};
+            m.context = note;
+            WEFT_TCHECK_OK(weft_trecvmsg(ep, &m, WEFT_DISCARD));
+        }
+        WEFT_TCHECK_OK(weft_cancel(ep, op_ctx(1)));
+        WEFT_TCHECK_OK(weft_ep_close(ep));
+        WEFT_TCHECK_OK(weft_av_close(av));
+        WEFT_TCHECK_OK(weft_cq_close(cq));
+    });
+    ASSERT_TRUE(result);
+}
+
 // A notification carries the message's remote CQ data (flag and value), and so
 // does the completion of its claim.
 TEST_P(transport_variable, notification_carries_remote_cq_data)
