@@ -897,10 +897,10 @@ bool reduction_in_parts(const weft_coll_args &a, std::uint32_t n, std::size_t mi
 bool shm_takes_direct(const group &g, const weft_coll_args &a)
 {
     const shm_state *st = g.shm.get();
+    const std::size_t bytes = a.count * size_of(raw(a.datatype));
     if (st == nullptr || st->direct_min == SIZE_MAX || a.algorithm != WEFT_COLL_ALG_AUTO ||
-        (a.flags & ~WEFT_COLL_SYMMETRIC) != 0 ||
-        a.count * size_of(raw(a.datatype)) < st->direct_min ||
-        a.count * size_of(raw(a.datatype)) >= len_bits / g.size) {  // a published length
+        (a.flags & ~WEFT_COLL_SYMMETRIC) != 0 || bytes < st->direct_min ||
+        bytes >= len_bits / g.size) {  // a published length
         return false;
     }
     // In place, an alltoall's or allreduce's input would be overwritten while
@@ -914,9 +914,7 @@ bool shm_takes_direct(const group &g, const weft_coll_args &a)
         // one slot (64 KiB), 0.53-0.94x in pieces at 128-256 KiB
         // (docs/performance.md, "Two members: bcasts and reductions on the
         // stage up to four slots").
-        const bool staged =
-            shm_takes(g, a) || (shm_takes_large(g, a) &&
-                                a.count * size_of(raw(a.datatype)) <= 4 * std::size_t(g.shm->slot));
+        const bool staged = shm_takes(g, a) || (shm_takes_large(g, a) && bytes <= 4 * st->slot);
         switch (a.type) {
             case WEFT_COLL_BCAST:
             case WEFT_COLL_REDUCE:

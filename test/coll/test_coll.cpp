@@ -238,6 +238,17 @@ void run_ok(coll_env &e, const weft_coll_args &a, const std::string &w)
     WEFT_TCHECK_MSG(rc == 0, w + ": " + weft_strerror(rc));
 }
 
+/// Init, start, check that the run took the triggered form, wait, free.
+void run_triggered(coll_env &e, const weft_coll_args &a)
+{
+    weft_coll_request_t *r = nullptr;
+    WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
+    WEFT_TCHECK_EQ(weft_coll_start(r), 0);
+    WEFT_TCHECK_EQ(weft_coll_request_triggered(r), 1);
+    WEFT_TCHECK_EQ(weft_coll_wait(r, 60000), 0);
+    WEFT_TCHECK_EQ(weft_coll_request_free(r), 0);
+}
+
 /// Every reduction (reduce at each root, allreduce with each algorithm,
 /// reduce-scatter and -block, scan, exscan), in place and not, for one type and op.
 template <class T>
@@ -1004,13 +1015,8 @@ TEST_P(CollRanks, data_movement_triggered_matches_the_reference)
                 a.count = 5;
                 a.sendbuf = x.data();
                 a.recvbuf = y.data();
-                weft_coll_request_t *r = nullptr;
-                WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
-                WEFT_TCHECK_EQ(weft_coll_start(r), 0);
-                WEFT_TCHECK_EQ(weft_coll_request_triggered(r), 1);
-                WEFT_TCHECK_EQ(weft_coll_wait(r, 60000), 0);
+                run_triggered(e, a);
                 WEFT_TCHECK_EQ(y[4], double(c.nranks * (c.nranks + 1) / 2));
-                WEFT_TCHECK_EQ(weft_coll_request_free(r), 0);
             }
             {
                 // A linear alltoall (rounds of 2 peers here) runs triggered.
@@ -1027,28 +1033,18 @@ TEST_P(CollRanks, data_movement_triggered_matches_the_reference)
                 a.count = 2;
                 a.sendbuf = x.data();
                 a.recvbuf = y.data();
-                weft_coll_request_t *r = nullptr;
-                WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
-                WEFT_TCHECK_EQ(weft_coll_start(r), 0);
-                WEFT_TCHECK_EQ(weft_coll_request_triggered(r), 1);
-                WEFT_TCHECK_EQ(weft_coll_wait(r, 60000), 0);
+                run_triggered(e, a);
                 for (std::size_t p = 0; p < un; ++p) {
                     for (std::size_t i = 0; i < 2; ++i) {
                         WEFT_TCHECK_EQ(y[2 * p + i],
                                        std::uint32_t(p) << 16 | std::uint32_t(2 * c.rank + i));
                     }
                 }
-                WEFT_TCHECK_EQ(weft_coll_request_free(r), 0);
             }
             check_barrier(e, arrivals, 50);
             weft_coll_args a{};
             a.type = WEFT_COLL_BARRIER;
-            weft_coll_request_t *r = nullptr;
-            WEFT_TCHECK_EQ(weft_coll_init(e.g, &a, &r), 0);
-            WEFT_TCHECK_EQ(weft_coll_start(r), 0);
-            WEFT_TCHECK_EQ(weft_coll_request_triggered(r), 1);
-            WEFT_TCHECK_EQ(weft_coll_wait(r, 60000), 0);
-            WEFT_TCHECK_EQ(weft_coll_request_free(r), 0);
+            run_triggered(e, a);
         },
         opt));
 }

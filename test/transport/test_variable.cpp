@@ -535,6 +535,41 @@ TEST_P(transport_variable, claim_into_too_small_buffer_truncates)
 
 // ------------------------------------------------------------------ threshold, CQ data
 
+/// An endpoint of our own on the harness's domain (the harness enables its
+/// endpoint before the body runs), with a tagged CQ and an AV that holds the
+/// endpoint itself; `before_enable` sets options on it.
+struct own_endpoint {
+    weft_cq_t *cq = nullptr;
+    weft_av_t *av = nullptr;
+    weft_ep_t *ep = nullptr;
+    weft_addr_t self = WEFT_ADDR_NOTAVAIL;
+
+    template <class F>
+    void open(rank_ctx &c, F before_enable)
+    {
+        weft_cq_attr cq_attr{};
+        cq_attr.format = WEFT_CQ_FORMAT_TAGGED;
+        WEFT_TCHECK_OK(weft_cq_open(c.domain, &cq_attr, &cq));
+        weft_av_attr av_attr{};
+        WEFT_TCHECK_OK(weft_av_open(c.domain, &av_attr, &av));
+        WEFT_TCHECK_OK(weft_ep_open(c.domain, c.info, &ep, nullptr));
+        WEFT_TCHECK_OK(weft_ep_bind_cq(ep, cq, WEFT_TRANSMIT | WEFT_RECV));
+        WEFT_TCHECK_OK(weft_ep_bind_av(ep, av));
+        before_enable(ep);
+        WEFT_TCHECK_OK(weft_ep_enable(ep));
+        unsigned char name[256];
+        std::size_t name_len = sizeof(name);
+        WEFT_TCHECK_OK(weft_ep_getname(ep, name, &name_len));
+        WEFT_TCHECK_EQ(weft_av_insert(av, name, 1, &self, 0), 1);
+    }
+    void close()
+    {
+        WEFT_TCHECK_OK(weft_ep_close(ep));
+        WEFT_TCHECK_OK(weft_av_close(av));
+        WEFT_TCHECK_OK(weft_cq_close(cq));
+    }
+};
+
 // WEFT_OPT_VAR_MSG_THRESHOLD set before weft_ep_enable on an endpoint of our own
 // (the harness enables its endpoint before the body runs), which sends to
 // itself: getopt reads the value back, setopt after enable is refused, a
@@ -544,21 +579,15 @@ TEST_P(transport_variable, threshold_option_set_before_enable)
 {
     const ::testing::AssertionResult result = run_var(1, [](rank_ctx &c) {
         constexpr std::size_t thresh = 1000;
-        weft_cq_t *cq = nullptr;
-        weft_av_t *av = nullptr;
-        weft_ep_t *ep = nullptr;
-        weft_cq_attr cq_attr{};
-        cq_attr.format = WEFT_CQ_FORMAT_TAGGED;
-        WEFT_TCHECK_OK(weft_cq_open(c.domain, &cq_attr, &cq));
-        weft_av_attr av_attr{};
-        WEFT_TCHECK_OK(weft_av_open(c.domain, &av_attr, &av));
-        WEFT_TCHECK_OK(weft_ep_open(c.domain, c.info, &ep, nullptr));
-        WEFT_TCHECK_OK(weft_ep_bind_cq(ep, cq, WEFT_TRANSMIT | WEFT_RECV));
-        WEFT_TCHECK_OK(weft_ep_bind_av(ep, av));
-        const std::size_t value = thresh;
-        WEFT_TCHECK_EQ(weft_ep_setopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &value, 4), -WEFT_EINVAL);
-        WEFT_TCHECK_OK(weft_ep_setopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &value, sizeof(value)));
-        WEFT_TCHECK_OK(weft_ep_enable(ep));
+        own_endpoint own;
+        own.open(c, [](weft_ep_t *e) {
+            const std::size_t value = thresh;
+            WEFT_TCHECK_EQ(weft_ep_setopt(e, WEFT_OPT_VAR_MSG_THRESHOLD, &value, 4), -WEFT_EINVAL);
+            WEFT_TCHECK_OK(weft_ep_setopt(e, WEFT_OPT_VAR_MSG_THRESHOLD, &value, sizeof(value)));
+        });
+        weft_cq_t *cq = own.cq;
+        weft_ep_t *ep = own.ep;
+        const weft_addr_t self = own.self;
         std::size_t got = 0;
         std::size_t len = sizeof(got);
         WEFT_TCHECK_OK(weft_ep_getopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &got, &len));
@@ -569,12 +598,6 @@ TEST_P(transport_variable, threshold_option_set_before_enable)
         len = sizeof(got);
         WEFT_TCHECK_OK(weft_ep_getopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &got, &len));
         WEFT_TCHECK_EQ(got, thresh);
-
-        unsigned char name[256];
-        std::size_t name_len = sizeof(name);
-        WEFT_TCHECK_OK(weft_ep_getname(ep, name, &name_len));
-        weft_addr_t self = WEFT_ADDR_NOTAVAIL;
-        WEFT_TCHECK_EQ(weft_av_insert(av, name, 1, &self, 0), 1);
 
         // Read this endpoint's CQ until the entry with `ctx` (or, with ctx ==
         // nullptr, the first notification) shows up.
@@ -651,10 +674,7 @@ TEST_P(transport_variable, threshold_option_set_before_enable)
         for (std::size_t b = 0; b < r2.size(); ++b) {
             WEFT_TCHECK_MSG(r2[b] == fill_byte, "the canceled receive was written");
         }
-
-        WEFT_TCHECK_OK(weft_ep_close(ep));
-        WEFT_TCHECK_OK(weft_av_close(av));
-        WEFT_TCHECK_OK(weft_cq_close(cq));
+        own.close();
     });
     ASSERT_TRUE(result);
 }
@@ -667,29 +687,18 @@ TEST_P(transport_variable, threshold_option_set_before_enable)
 TEST_P(transport_variable, rendezvous_option_leaves_the_variable_threshold)
 {
     const ::testing::AssertionResult result = run_var(1, [](rank_ctx &c) {
-        weft_cq_t *cq = nullptr;
-        weft_av_t *av = nullptr;
-        weft_ep_t *ep = nullptr;
-        weft_cq_attr cq_attr{};
-        cq_attr.format = WEFT_CQ_FORMAT_TAGGED;
-        WEFT_TCHECK_OK(weft_cq_open(c.domain, &cq_attr, &cq));
-        weft_av_attr av_attr{};
-        WEFT_TCHECK_OK(weft_av_open(c.domain, &av_attr, &av));
-        WEFT_TCHECK_OK(weft_ep_open(c.domain, c.info, &ep, nullptr));
-        WEFT_TCHECK_OK(weft_ep_bind_cq(ep, cq, WEFT_TRANSMIT | WEFT_RECV));
-        WEFT_TCHECK_OK(weft_ep_bind_av(ep, av));
         const std::size_t rndv = 1 << 20;
-        WEFT_TCHECK_OK(weft_ep_setopt(ep, WEFT_OPT_RNDV_THRESHOLD, &rndv, sizeof(rndv)));
-        WEFT_TCHECK_OK(weft_ep_enable(ep));
+        own_endpoint own;
+        own.open(c, [&](weft_ep_t *e) {
+            WEFT_TCHECK_OK(weft_ep_setopt(e, WEFT_OPT_RNDV_THRESHOLD, &rndv, sizeof(rndv)));
+        });
+        weft_cq_t *cq = own.cq;
+        weft_ep_t *ep = own.ep;
+        const weft_addr_t self = own.self;
         std::size_t var = 0;
         std::size_t len = sizeof(var);
         WEFT_TCHECK_OK(weft_ep_getopt(ep, WEFT_OPT_VAR_MSG_THRESHOLD, &var, &len));
         WEFT_TCHECK_MSG(var < rndv, "the variable threshold followed the rendezvous option");
-        unsigned char name[256];
-        std::size_t name_len = sizeof(name);
-        WEFT_TCHECK_OK(weft_ep_getname(ep, name, &name_len));
-        weft_addr_t self = WEFT_ADDR_NOTAVAIL;
-        WEFT_TCHECK_EQ(weft_av_insert(av, name, 1, &self, 0), 1);
         std::vector<unsigned char> s(var + 1);
         fill_pattern(s.data(), s.size(), seed_of(3, 0x7d));
         std::vector<unsigned char> posted(2 * var, fill_byte);
@@ -721,9 +730,7 @@ TEST_P(transport_variable, rendezvous_option_leaves_the_variable_threshold)
             WEFT_TCHECK_OK(weft_trecvmsg(ep, &m, WEFT_DISCARD));
         }
         WEFT_TCHECK_OK(weft_cancel(ep, op_ctx(1)));
-        WEFT_TCHECK_OK(weft_ep_close(ep));
-        WEFT_TCHECK_OK(weft_av_close(av));
-        WEFT_TCHECK_OK(weft_cq_close(cq));
+        own.close();
     });
     ASSERT_TRUE(result);
 }
